@@ -1,0 +1,191 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultPath is where crib looks for its configuration when no --config
+// flag names another file.
+const DefaultPath = "/etc/crib/crib.toml"
+
+// Config is crib's configuration. The zero value is not useful; start from
+// Default() or Load().
+type Config struct {
+	// Root holds state that survives a reboot: metadata, images, bundles.
+	Root string `toml:"root"`
+	// State holds state that dies with the machine: the socket, pinned
+	// namespaces, monitor sockets, runc's state.
+	State string `toml:"state"`
+	// Socket is the CRI gRPC socket.
+	Socket string `toml:"socket"`
+	// LogLevel is one of debug, info, warn, error.
+	LogLevel string `toml:"log_level"`
+
+	// CgroupDriver is "cgroupfs" or "systemd".
+	CgroupDriver string `toml:"cgroup_driver"`
+	// CgroupParent is the cgroup pods go under when the kubelet names none.
+	CgroupParent string `toml:"cgroup_parent"`
+
+	// DefaultRuntime names the entry of Runtimes used for the empty runtime
+	// handler.
+	DefaultRuntime string `toml:"default_runtime"`
+	// Runtimes are the OCI runtimes, keyed by CRI runtime handler name.
+	Runtimes map[string]Runtime `toml:"runtimes"`
+
+	// ShmSize is the size in bytes of each pod's /dev/shm.
+	ShmSize int64 `toml:"shm_size"`
+
+	// Registries configures registry hosts (mirrors, plain HTTP), keyed by
+	// host as it appears in image references ("registry.k8s.io",
+	// "docker.io", "127.0.0.1:5000").
+	Registries map[string]Registry `toml:"registries"`
+	// PinnedImages are never garbage-collected and report pinned: true.
+	PinnedImages []string `toml:"pinned_images"`
+	// MaxLayerSize bounds the uncompressed size of one image layer in
+	// bytes; 0 means no bound.
+	MaxLayerSize int64 `toml:"max_layer_size"`
+}
+
+// Runtime is one OCI runtime binary.
+type Runtime struct {
+	// Path is the binary, absolute or looked up in PATH.
+	Path string `toml:"path"`
+	// Root is the runtime's own state directory (its --root); empty means
+	// <State>/runtime/<handler>.
+	Root string `toml:"root"`
+}
+
+// Registry is the configuration of one registry host.
+type Registry struct {
+	// Mirrors are endpoints ("http://127.0.0.1:5000") tried in order before
+	// the host itself; repository paths and tags are kept.
+	Mirrors []string `toml:"mirrors"`
+	// Insecure allows plain HTTP and unverified TLS for the host itself.
+	Insecure bool `toml:"insecure"`
+}
+
+// Default returns the configuration crib runs with when nothing is set.
+func Default() Config {
+	return Config{
+		Root:           "/var/lib/crib",
+		State:          "/run/crib",
+		Socket:         "/run/crib/crib.sock",
+		LogLevel:       "info",
+		CgroupDriver:   "cgroupfs",
+		CgroupParent:   "/crib",
+		DefaultRuntime: "runc",
+		Runtimes: map[string]Runtime{
+			"runc": {Path: "runc"},
+			"crun": {Path: "crun"},
+		},
+		ShmSize: 64 << 20,
+	}
+}
+
+// Load reads the TOML file at path over Default(). A missing file is not an
+// error when missingOK is set (the default path); a key crib does not know
+// is, so that a typo never passes silently.
+func Load(path string, missingOK bool) (Config, error) {
+	cfg := Default()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && missingOK {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	if err := Decode(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Decode reads TOML data into cfg, keeping cfg's values for keys the data
+// does not set and rejecting keys the schema does not know.
+func Decode(data []byte, cfg *Config) error {
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(cfg)
+	if err != nil {
+		return err
+	}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		keys := make([]string, len(undec))
+		for i, k := range undec {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("unknown keys: %s", strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+// Encode writes cfg as TOML; `crib config default` prints Default() with it.
+func Encode(cfg Config) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(cfg); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Validate checks the configuration without touching the system.
+func (c Config) Validate() error {
+	var errs []error
+	for name, p := range map[string]string{"root": c.Root, "state": c.State, "socket": c.Socket} {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("%s: %q is not an absolute path", name, p))
+		}
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		errs = append(errs, fmt.Errorf("log_level: %q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	switch c.CgroupDriver {
+	case "cgroupfs":
+		if c.CgroupParent != "" && !filepath.IsAbs(c.CgroupParent) {
+			errs = append(errs, fmt.Errorf("cgroup_parent: %q must be an absolute cgroup path with the cgroupfs driver", c.CgroupParent))
+		}
+	case "systemd":
+		if c.CgroupParent != "" && !strings.HasSuffix(c.CgroupParent, ".slice") {
+			errs = append(errs, fmt.Errorf("cgroup_parent: %q must be a systemd slice with the systemd driver", c.CgroupParent))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("cgroup_driver: %q is not cgroupfs or systemd", c.CgroupDriver))
+	}
+	if _, ok := c.Runtimes[c.DefaultRuntime]; !ok {
+		errs = append(errs, fmt.Errorf("default_runtime: %q is not a key of [runtimes]", c.DefaultRuntime))
+	}
+	for name, r := range c.Runtimes {
+		if r.Path == "" {
+			errs = append(errs, fmt.Errorf("runtimes.%s.path: empty", name))
+		}
+	}
+	if c.ShmSize <= 0 {
+		errs = append(errs, fmt.Errorf("shm_size: %d is not positive", c.ShmSize))
+	}
+	if c.MaxLayerSize < 0 {
+		errs = append(errs, fmt.Errorf("max_layer_size: %d is negative", c.MaxLayerSize))
+	}
+	for host, r := range c.Registries {
+		for i, m := range r.Mirrors {
+			if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
+				errs = append(errs, fmt.Errorf("registries.%q.mirrors[%d]: %q needs an http:// or https:// scheme", host, i, m))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RuntimeRoot is the state directory of the runtime for handler.
+func (c Config) RuntimeRoot(handler string) string {
+	if r := c.Runtimes[handler]; r.Root != "" {
+		return r.Root
+	}
+	return filepath.Join(c.State, "runtime", handler)
+}

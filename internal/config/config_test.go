@@ -1,0 +1,99 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+func TestDefaultRoundTrips(t *testing.T) {
+	data, err := Encode(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	if err := Decode(data, &got); err != nil {
+		t.Fatalf("decode encoded default: %v", err)
+	}
+	if diff := cmp.Diff(Default(), got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "crib.toml")
+	data := `
+root = "/tmp/x/root"
+[registries."registry.k8s.io"]
+mirrors = ["http://127.0.0.1:5000"]
+`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Root = "/tmp/x/root"
+	want.Registries = map[string]Registry{"registry.k8s.io": {Mirrors: []string{"http://127.0.0.1:5000"}}}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("Load (-want +got):\n%s", diff)
+	}
+
+	if _, err := Load(filepath.Join(dir, "missing.toml"), true); err != nil {
+		t.Errorf("missing file with missingOK: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.toml"), false); err == nil {
+		t.Error("missing file without missingOK: no error")
+	}
+}
+
+func TestLoadRejectsUnknownKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crib.toml")
+	if err := os.WriteFile(path, []byte("rooot = \"/x\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, false)
+	if err == nil || !strings.Contains(err.Error(), "rooot") {
+		t.Fatalf("Load = %v, want an error naming rooot", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"relative root", func(c *Config) { c.Root = "var/lib/crib" }, "root:"},
+		{"bad driver", func(c *Config) { c.CgroupDriver = "none" }, "cgroup_driver"},
+		{"systemd parent", func(c *Config) { c.CgroupDriver = "systemd"; c.CgroupParent = "/crib" }, "cgroup_parent"},
+		{"unknown default runtime", func(c *Config) { c.DefaultRuntime = "kata" }, "default_runtime"},
+		{"mirror without scheme", func(c *Config) {
+			c.Registries = map[string]Registry{"gcr.io": {Mirrors: []string{"127.0.0.1:5000"}}}
+		}, "mirrors[0]"},
+		{"shm", func(c *Config) { c.ShmSize = 0 }, "shm_size"},
+		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.change(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,71 @@
+package state
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type rec struct {
+	Name string
+	N    int
+}
+
+func TestPutForEachDelete(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put("things", "a", 1, rec{"a", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put("things", "b", 2, rec{"b", 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got := map[string]rec{}
+	var bad []string
+	err = db.ForEach("things", []int{1}, func(id string, decode func(any) error) error {
+		var r rec
+		if err := decode(&r); err != nil {
+			bad = append(bad, id)
+			return nil
+		}
+		got[id] = r
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]rec{"a": {"a", 1}}, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"b"}, bad); diff != "" {
+		t.Errorf("records refused for their version (-want +got):\n%s", diff)
+	}
+
+	if err := db.Delete("things", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete("things", "a"); err != nil {
+		t.Fatalf("second delete: %v", err)
+	}
+	if err := db.Delete("nothing", "x"); err != nil {
+		t.Fatalf("delete from a missing bucket: %v", err)
+	}
+	n := 0
+	_ = db.ForEach("things", []int{1, 2}, func(string, func(any) error) error { n++; return nil })
+	if n != 1 {
+		t.Errorf("records after delete = %d, want 1", n)
+	}
+}
