@@ -1,0 +1,95 @@
+package pause
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Main is the body of `crib pause`. It returns the process exit code.
+func Main() int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT)
+	reap()
+	for sig := range sigs {
+		if sig != unix.SIGCHLD {
+			return 0
+		}
+		reap()
+	}
+	return 0
+}
+
+// reap collects every child that has exited.
+func reap() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if pid <= 0 || errors.Is(err, unix.ECHILD) {
+			return
+		}
+	}
+}
+
+// Start runs `self pause` as the init of a new PID namespace and returns its
+// pid on the host.
+func Start(self string) (int, error) {
+	cmd := exec.Command(self, "pause")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setsid:     true,
+		Cloneflags: unix.CLONE_NEWPID,
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start pause: %w", err)
+	}
+	pid := cmd.Process.Pid
+	// Collect the process if it dies while this daemon runs; after a daemon
+	// restart init collects it instead.
+	go func() { _ = cmd.Wait() }()
+	return pid, nil
+}
+
+// StartTime is the start time of pid in clock ticks since boot, the field
+// that tells a live process from a later one that reused its pid. A zombie
+// has none: it is dead.
+func StartTime(pid int) (uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields are counted after the command name, which may hold spaces
+	// and is closed by the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
+	}
+	if fields[0] == "Z" || fields[0] == "X" {
+		return 0, fmt.Errorf("process %d is a zombie", pid)
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	return start, nil
+}
+
+// Alive reports whether the process pid that started at start still runs.
+func Alive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	got, err := StartTime(pid)
+	return err == nil && got == start
+}

@@ -1,0 +1,153 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/netns"
+	"github.com/crib-dev/crib/internal/pause"
+	"github.com/crib-dev/crib/internal/undo"
+)
+
+// NewID returns a random 64-hex-digit object id.
+func NewID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run creates a ready pod sandbox for cfg and returns its id. A kubelet
+// retry of a Run that timed out gets the first attempt's sandbox.
+func (m *Manager) Run(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	if err := validate(cfg); err != nil {
+		return "", err
+	}
+	id := NewID()
+	return m.names.Create(ctx, nameKey(cfg.GetMetadata()), id, func(ctx context.Context) error {
+		return m.create(ctx, id, cfg, handler)
+	})
+}
+
+func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSandboxConfig, handler string) (err error) {
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
+	hostIPC := ns.GetIpc() == runtimeapi.NamespaceMode_NODE
+	s := &Sandbox{
+		ID:             id,
+		Config:         cfg,
+		RuntimeHandler: handler,
+		State:          Creating,
+		CreatedAt:      time.Now(),
+		Dir:            filepath.Join(m.cfg.StateDir, id),
+	}
+	s.CgroupParent, s.OwnCgroup = m.podCgroup(cfg.GetLinux().GetCgroupParent(), id)
+
+	var rollback undo.Stack
+	defer func() {
+		if err != nil {
+			rollback.Run(ctx, m.log)
+		}
+	}()
+	// The intent goes to disk first: a restart that finds it rolls back
+	// whatever of the rest had been made.
+	if err := m.save(s); err != nil {
+		return err
+	}
+	rollback.Push("sandbox record", func(context.Context) error { return m.db.Delete(recordKind, id) })
+	rollback.Push("sandbox files", func(ctx context.Context) error { return m.teardown(ctx, s) })
+
+	if err := os.MkdirAll(s.Dir, 0o711); err != nil {
+		return fmt.Errorf("create sandbox dir: %w", err)
+	}
+	hostname := cfg.GetHostname()
+	if hostNet {
+		if hostname, err = os.Hostname(); err != nil {
+			return fmt.Errorf("read host name: %w", err)
+		}
+	}
+	if err := m.writeFiles(s, hostNet, hostname); err != nil {
+		return err
+	}
+
+	var kinds []netns.Kind
+	if !hostNet {
+		kinds = append(kinds, netns.Net, netns.UTS)
+	}
+	if !hostIPC {
+		kinds = append(kinds, netns.IPC)
+	}
+	pinned, err := netns.Pin(netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname})
+	if err != nil {
+		return err
+	}
+	s.NetNS, s.IPCNS, s.UTSNS = pinned[netns.Net], pinned[netns.IPC], pinned[netns.UTS]
+
+	if hostIPC {
+		s.ShmPath = "/dev/shm"
+	} else {
+		s.ShmPath = filepath.Join(s.Dir, "shm")
+		if err := os.MkdirAll(s.ShmPath, 0o1777); err != nil {
+			return fmt.Errorf("create shm dir: %w", err)
+		}
+		shm := mount.Mount{Type: "tmpfs", Source: "shm", Options: []string{
+			"nosuid", "nodev", "noexec", "mode=1777", fmt.Sprintf("size=%d", m.cfg.ShmSize),
+		}}
+		if err := shm.Mount(s.ShmPath); err != nil {
+			return err
+		}
+	}
+
+	if ns.GetPid() == runtimeapi.NamespaceMode_POD {
+		pid, err := pause.Start(m.cfg.Self)
+		if err != nil {
+			return err
+		}
+		s.PausePid = pid
+		if s.PauseStart, err = pause.StartTime(pid); err != nil {
+			_ = killPause(s)
+			return fmt.Errorf("read pause start time: %w", err)
+		}
+	}
+
+	if err := s.State.to(Ready); err != nil {
+		return err
+	}
+	s.State = Ready
+	if err := m.save(s); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.byID[id] = s
+	m.mu.Unlock()
+	m.log.Info("sandbox ready", "sandbox", id, "pod", nameKey(cfg.GetMetadata()))
+	return nil
+}
+
+func (m *Manager) writeFiles(s *Sandbox, hostNet bool, hostname string) error {
+	resolv, err := resolvConf(s.Config.GetDnsConfig())
+	if err != nil {
+		return fmt.Errorf("build resolv.conf: %w", err)
+	}
+	hosts, err := hostsFile(hostNet, hostname)
+	if err != nil {
+		return fmt.Errorf("build hosts: %w", err)
+	}
+	for path, data := range map[string][]byte{
+		s.HostnamePath(): []byte(hostname + "\n"),
+		s.ResolvPath():   resolv,
+		s.HostsPath():    hosts,
+	} {
+		if err := writeFile(path, data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+		}
+	}
+	return nil
+}

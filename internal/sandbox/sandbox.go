@@ -1,0 +1,218 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/reserve"
+	"github.com/crib-dev/crib/internal/state"
+)
+
+const (
+	recordKind    = "sandboxes"
+	recordVersion = 1
+)
+
+// Sandbox is one pod sandbox. Values handed out by the Manager are copies;
+// Config must not be modified.
+type Sandbox struct {
+	ID             string
+	Config         *runtimeapi.PodSandboxConfig
+	RuntimeHandler string
+	State          State
+	CreatedAt      time.Time
+	// Dir holds the pod's files (hostname, resolv.conf, hosts, shm) and
+	// pinned namespaces; it lives under the state root.
+	Dir string
+	// NetNS, IPCNS and UTSNS are pinned namespace paths; empty when the pod
+	// uses the host's namespace.
+	NetNS, IPCNS, UTSNS string
+	// ShmPath is mounted at the containers' /dev/shm.
+	ShmPath string
+	// PausePid and PauseStart identify the init of a shared PID namespace;
+	// zero when the pod does not share one.
+	PausePid   int
+	PauseStart uint64
+	// CgroupParent is the pod's cgroup, under which containers get theirs.
+	CgroupParent string
+	// OwnCgroup is set when crib chose CgroupParent and must remove it.
+	OwnCgroup bool
+}
+
+// PIDNS returns the path of the pod's shared PID namespace, or "".
+func (s Sandbox) PIDNS() string {
+	if s.PausePid == 0 {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/ns/pid", s.PausePid)
+}
+
+// HostnamePath, ResolvPath and HostsPath are the pod's files that
+// containers bind-mount.
+func (s Sandbox) HostnamePath() string { return filepath.Join(s.Dir, "hostname") }
+
+// ResolvPath is the pod's resolv.conf.
+func (s Sandbox) ResolvPath() string { return filepath.Join(s.Dir, "resolv.conf") }
+
+// HostsPath is the pod's hosts file.
+func (s Sandbox) HostsPath() string { return filepath.Join(s.Dir, "hosts") }
+
+// record is the on-disk form of a Sandbox.
+type record struct {
+	Sandbox
+	Config []byte // protobuf of PodSandboxConfig
+}
+
+// Config is the Manager's configuration.
+type Config struct {
+	// StateDir holds one directory per sandbox.
+	StateDir string
+	// Self is the crib binary, run as `crib pause`.
+	Self string
+	// ShmSize is the size of each pod's /dev/shm in bytes.
+	ShmSize int64
+	// CgroupDriver is "cgroupfs" or "systemd".
+	CgroupDriver string
+	// CgroupParent is where pods go when the kubelet names no cgroup parent.
+	CgroupParent string
+}
+
+// Manager runs the pod sandboxes of one daemon.
+type Manager struct {
+	cfg   Config
+	db    *state.DB
+	log   *slog.Logger
+	names *reserve.Names
+
+	mu   sync.RWMutex
+	byID map[string]*Sandbox
+	// locks serialise Stop and Remove of one sandbox.
+	locks sync.Map
+}
+
+// New returns a Manager; it does no I/O until Restore.
+func New(cfg Config, db *state.DB, log *slog.Logger) *Manager {
+	return &Manager{cfg: cfg, db: db, log: log, names: reserve.New(), byID: map[string]*Sandbox{}}
+}
+
+// nameKey is the CRI identity of a sandbox: a second sandbox with the same
+// name, namespace, uid and attempt is refused.
+func nameKey(md *runtimeapi.PodSandboxMetadata) string {
+	return fmt.Sprintf("%s_%s_%s_%d", md.GetName(), md.GetNamespace(), md.GetUid(), md.GetAttempt())
+}
+
+func (m *Manager) lock(id string) func() {
+	v, _ := m.locks.LoadOrStore(id, &sync.Mutex{})
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+func (m *Manager) save(s *Sandbox) error {
+	cfg, err := proto.Marshal(s.Config)
+	if err != nil {
+		return fmt.Errorf("encode sandbox %s config: %w", s.ID, err)
+	}
+	return m.db.Put(recordKind, s.ID, recordVersion, record{Sandbox: *s, Config: cfg})
+}
+
+// Restore loads the sandboxes recorded on disk, rolls back creations the
+// daemon died in, and marks pods whose shared-PID init died as not ready.
+func (m *Manager) Restore(ctx context.Context) error {
+	var loaded []*Sandbox
+	err := m.db.ForEach(recordKind, []int{recordVersion}, func(id string, decode func(any) error) error {
+		var r record
+		if err := decode(&r); err != nil {
+			m.log.Error("skip unreadable sandbox record", "sandbox", id, "err", err)
+			return nil
+		}
+		s := r.Sandbox
+		s.Config = &runtimeapi.PodSandboxConfig{}
+		if err := proto.Unmarshal(r.Config, s.Config); err != nil {
+			m.log.Error("skip unreadable sandbox record", "sandbox", id, "err", err)
+			return nil
+		}
+		loaded = append(loaded, &s)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restore sandboxes: %w", err)
+	}
+	for _, s := range loaded {
+		if s.State == Creating {
+			m.log.Info("roll back sandbox creation interrupted by a restart", "sandbox", s.ID)
+			if err := m.teardown(ctx, s); err != nil {
+				m.log.Error("roll back sandbox", "sandbox", s.ID, "err", err)
+			}
+			if err := m.db.Delete(recordKind, s.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.State == Ready && s.PausePid != 0 && !pauseAlive(s) {
+			m.log.Info("pod init gone after restart; sandbox not ready", "sandbox", s.ID)
+			s.State = NotReady
+			if err := m.save(s); err != nil {
+				return err
+			}
+		}
+		m.byID[s.ID] = s
+		m.names.Hold(nameKey(s.Config.GetMetadata()), s.ID)
+	}
+	return nil
+}
+
+// Get returns the sandbox with id, or a unique id prefix.
+func (m *Manager) Get(id string) (Sandbox, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, err := m.find(id)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	return *s, nil
+}
+
+func (m *Manager) find(id string) (*Sandbox, error) {
+	if id == "" {
+		return nil, fmt.Errorf("sandbox id is empty: %w", errdefs.ErrInvalidArgument)
+	}
+	if s, ok := m.byID[id]; ok {
+		return s, nil
+	}
+	var match *Sandbox
+	for full, s := range m.byID {
+		if strings.HasPrefix(full, id) {
+			if match != nil {
+				return nil, fmt.Errorf("sandbox id prefix %q is ambiguous: %w", id, errdefs.ErrInvalidArgument)
+			}
+			match = s
+		}
+	}
+	if match == nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)
+	}
+	return match, nil
+}
+
+// List returns every sandbox, oldest first.
+func (m *Manager) List() []Sandbox {
+	m.mu.RLock()
+	out := make([]Sandbox, 0, len(m.byID))
+	for _, s := range m.byID {
+		out = append(out, *s)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out
+}

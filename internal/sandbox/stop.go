@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/netns"
+	"github.com/crib-dev/crib/internal/pause"
+)
+
+// Stop makes a sandbox not ready: its pause process is killed and its
+// namespaces and /dev/shm are released. The caller has stopped the pod's
+// containers. Stopping a stopped or unknown sandbox succeeds.
+func (m *Manager) Stop(ctx context.Context, id string) error {
+	s, err := m.Get(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer m.lock(s.ID)()
+	if err := m.release(ctx, &s); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", s.ID, err)
+	}
+	if s.State != NotReady {
+		s.State = NotReady
+		s.PausePid, s.PauseStart = 0, 0
+		if err := m.save(&s); err != nil {
+			return err
+		}
+		m.log.Info("sandbox stopped", "sandbox", s.ID)
+	}
+	m.mu.Lock()
+	if cur, ok := m.byID[s.ID]; ok {
+		*cur = s
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Remove deletes a sandbox, stopping it first if needed. The caller has
+// removed the pod's containers. Removing an unknown sandbox succeeds.
+func (m *Manager) Remove(ctx context.Context, id string) error {
+	s, err := m.Get(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer m.lock(s.ID)()
+	if err := m.teardown(ctx, &s); err != nil {
+		return fmt.Errorf("remove sandbox %s: %w", s.ID, err)
+	}
+	if err := m.db.Delete(recordKind, s.ID); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.byID, s.ID)
+	m.mu.Unlock()
+	m.names.Release(nameKey(s.Config.GetMetadata()), s.ID)
+	m.log.Info("sandbox removed", "sandbox", s.ID)
+	return nil
+}
+
+// release undoes what a ready sandbox holds at runtime.
+func (m *Manager) release(ctx context.Context, s *Sandbox) error {
+	var errs []error
+	if err := killPause(s); err != nil {
+		errs = append(errs, err)
+	}
+	if s.ShmPath != "" && s.ShmPath != "/dev/shm" {
+		if err := mount.Unmount(s.ShmPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := netns.Remove(s.Dir + "/ns"); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// teardown removes everything a sandbox made on the machine, whatever state
+// it got to.
+func (m *Manager) teardown(ctx context.Context, s *Sandbox) error {
+	errs := []error{m.release(ctx, s)}
+	if err := mount.UnmountUnder(s.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(s.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
+	}
+	if s.OwnCgroup {
+		if err := removeCgroup(m.cfg.CgroupDriver, s.CgroupParent); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func pauseAlive(s *Sandbox) bool { return pause.Alive(s.PausePid, s.PauseStart) }
+
+// killPause kills the pod's init, which takes every process left in the
+// shared PID namespace with it, and waits briefly for it to go.
+func killPause(s *Sandbox) error {
+	if !pauseAlive(s) {
+		return nil
+	}
+	if err := syscall.Kill(s.PausePid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill pod init %d: %w", s.PausePid, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for pauseAlive(s) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pauseAlive(s) {
+		return fmt.Errorf("pod init %d still alive after SIGKILL", s.PausePid)
+	}
+	return nil
+}
