@@ -1,0 +1,139 @@
+package ocispec
+
+import (
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Namespaces says which namespaces a container joins. A path joins that
+// namespace; a Host flag shares the host's (the namespace is left out of the
+// spec); neither creates a new one. The caller resolves CRI namespace modes
+// into these: POD and TARGET PID modes become PIDNS paths, NODE becomes
+// HostPID, CONTAINER leaves both empty. The UTS namespace follows the
+// network: with HostNetwork the host UTS namespace is shared too.
+type Namespaces struct {
+	NetNS string
+	IPCNS string
+	UTSNS string
+	PIDNS string
+
+	HostNetwork bool
+	HostIPC     bool
+	HostPID     bool
+}
+
+// SandboxFiles are host paths the sandbox prepared for its containers. Each
+// non-empty path is bind mounted into the container: HostnamePath at
+// /etc/hostname, ResolvPath at /etc/resolv.conf, HostsPath at /etc/hosts and
+// ShmPath at /dev/shm. An empty path leaves that mount out (for /dev/shm the
+// container then gets no /dev/shm at all).
+type SandboxFiles struct {
+	HostnamePath string
+	ResolvPath   string
+	HostsPath    string
+	ShmPath      string
+}
+
+// Input is everything Build needs. Container and Sandbox are required; the
+// zero value of every other field is usable and documented.
+type Input struct {
+	// ID is the container ID; it only appears in annotations.
+	ID string
+	// SandboxID is the pod sandbox ID, for the io.kubernetes.cri.sandbox-id
+	// annotation.
+	SandboxID string
+
+	Container *runtimeapi.ContainerConfig
+	Sandbox   *runtimeapi.PodSandboxConfig
+	Image     imagespec.ImageConfig
+
+	// RootfsPath is the container's rootfs on the host (already mounted).
+	// Users and groups are resolved from its /etc/passwd and /etc/group;
+	// a missing file counts as empty.
+	RootfsPath string
+
+	Namespaces Namespaces
+	Files      SandboxFiles
+
+	// CgroupsPath is copied to linux.cgroupsPath as is.
+	CgroupsPath string
+	// CgroupV2 says the host uses the unified hierarchy: only then does the
+	// container get a private cgroup namespace.
+	CgroupV2 bool
+
+	// OOMScoreAdjMin is the lowest oom_score_adj the daemon may set; lower
+	// CRI values are raised to it rather than failing the container.
+	OOMScoreAdjMin int
+
+	// CapLast is the highest capability number the kernel knows
+	// (/proc/sys/kernel/cap_last_cap). Zero means every capability crib
+	// knows. Privileged containers get all capabilities up to it, and
+	// capabilities above it are dropped from every set.
+	CapLast int
+
+	// NodeHostname is the HOSTNAME env value for host-network pods whose
+	// sandbox config names no hostname.
+	NodeHostname string
+
+	// DevDir is the host device directory given whole to privileged
+	// containers; empty means "/dev".
+	DevDir string
+
+	// RecursiveReadOnlySupported says the OCI runtime and kernel support
+	// "rro" mounts; without it a CRI mount asking for recursive read-only
+	// is rejected.
+	RecursiveReadOnlySupported bool
+}
+
+// Build returns the OCI runtime spec for in. It reads only the files named in
+// the package documentation and never changes anything.
+func Build(in Input) (*specs.Spec, error) {
+	if in.Container == nil {
+		return nil, fmt.Errorf("build spec: container config is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if in.Sandbox == nil {
+		return nil, fmt.Errorf("build spec: sandbox config is required: %w", errdefs.ErrInvalidArgument)
+	}
+	b := &builder{in: in, sc: in.Container.GetLinux().GetSecurityContext()}
+	b.privileged = b.sc.GetPrivileged()
+	steps := []func() error{
+		b.process,
+		b.user,
+		b.capabilities,
+		b.namespaces,
+		b.mounts,
+		b.devices,
+		b.security,
+		b.sysctls,
+		b.resources,
+		b.seccomp,
+	}
+	b.spec = &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{},
+		Root: &specs.Root{
+			Path:     in.RootfsPath,
+			Readonly: b.sc.GetReadonlyRootfs(),
+		},
+		Linux: &specs.Linux{CgroupsPath: in.CgroupsPath},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("build spec for container %q: %w", in.Container.GetMetadata().GetName(), err)
+		}
+	}
+	b.spec.Annotations = annotations(in)
+	return b.spec, nil
+}
+
+// builder carries the spec under construction between the steps of Build.
+type builder struct {
+	in         Input
+	sc         *runtimeapi.LinuxContainerSecurityContext
+	privileged bool
+	spec       *specs.Spec
+}

@@ -1,0 +1,26 @@
+// Package ocispec builds the OCI runtime spec (runtime-spec specs-go) for one
+// CRI container from its ContainerConfig, its pod's PodSandboxConfig, the
+// image's config and what the sandbox already provides (namespace paths,
+// hostname/resolv.conf/hosts files, /dev/shm, the cgroup path).
+//
+// It owns the translation only: it does not mount, create namespaces, exec or
+// talk to the OCI runtime. The reads it does make are small and local: the
+// container rootfs's /etc/passwd and /etc/group (always through securejoin, so
+// symlinks in the image cannot escape the rootfs), stat(2) of CRI mount
+// sources and device nodes, the host device directory for privileged
+// containers, and Localhost seccomp profiles.
+//
+// Invariants: Build never mutates its Input; its output is deterministic for a
+// given Input and file system (every slice derived from a map is sorted), so
+// specs can be compared with golden files; invalid requests fail with an
+// error wrapping errdefs.ErrInvalidArgument (or ErrNotImplemented for CRI
+// features crib does not support) that names the offending field.
+//
+// Choices worth knowing: image volumes (ImageConfig.Volumes) are ignored, as
+// the kubelet mounts real volumes over them; RuntimeDefault seccomp is a
+// compact deny-list (default allow, EPERM for dangerous syscalls unless the
+// container holds the capability that makes them legitimate) rather than
+// Docker's large allow-list; AppArmor is not supported, so a Localhost
+// AppArmor profile is rejected while RuntimeDefault and Unconfined are
+// accepted as no-ops; SELinux options are ignored.
+package ocispec

@@ -1,0 +1,173 @@
+package ocispec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// mounts fills spec.mounts: the standard kernel file systems, the sandbox's
+// files, then the CRI mounts. A CRI mount replaces a standard or sandbox
+// mount at the same destination, and a CRI mount at /dev replaces every
+// standard mount under /dev too. CRI mounts are ordered parents first.
+func (b *builder) mounts() error {
+	cri, err := b.criMounts()
+	if err != nil {
+		return err
+	}
+	taken := map[string]bool{}
+	for _, m := range cri {
+		taken[m.Destination] = true
+	}
+	var out []specs.Mount
+	for _, m := range append(standardMounts(b.privileged), b.sandboxMounts()...) {
+		if taken[m.Destination] || (taken["/dev"] && strings.HasPrefix(m.Destination, "/dev/")) {
+			continue
+		}
+		out = append(out, m)
+	}
+	slices.SortStableFunc(cri, func(x, y specs.Mount) int {
+		return depth(x.Destination) - depth(y.Destination)
+	})
+	b.spec.Mounts = append(out, cri...)
+	return nil
+}
+
+// standardMounts are the kernel file systems every container gets. /sys
+// and /sys/fs/cgroup are read-only unless the container is privileged.
+func standardMounts(privileged bool) []specs.Mount {
+	sysMode := "ro"
+	if privileged {
+		sysMode = "rw"
+	}
+	return []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", sysMode}},
+		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", sysMode}},
+	}
+}
+
+// sandboxMounts binds the files the sandbox prepared. The /etc files are
+// read-only when the rootfs is.
+func (b *builder) sandboxMounts() []specs.Mount {
+	mode := "rw"
+	if b.sc.GetReadonlyRootfs() {
+		mode = "ro"
+	}
+	f := b.in.Files
+	var out []specs.Mount
+	bind := func(dst, src string, opts ...string) {
+		if src != "" {
+			out = append(out, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: opts})
+		}
+	}
+	bind("/etc/hostname", f.HostnamePath, "rbind", "rprivate", mode)
+	bind("/etc/resolv.conf", f.ResolvPath, "rbind", "rprivate", mode)
+	bind("/etc/hosts", f.HostsPath, "rbind", "rprivate", mode)
+	bind("/dev/shm", f.ShmPath, "rbind", "rprivate", "nosuid", "nodev", "noexec", "rw")
+	return out
+}
+
+// criMounts converts the CRI mounts and sets the rootfs propagation they
+// need: rshared when any mount is bidirectional, else rslave when any mount
+// receives host mounts.
+func (b *builder) criMounts() ([]specs.Mount, error) {
+	var out []specs.Mount
+	seen := map[string]int{}
+	for i, m := range b.in.Container.GetMounts() {
+		sm, err := convertMount(i, m, b.in.RecursiveReadOnlySupported)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[sm.Destination]; dup {
+			return nil, fmt.Errorf("mounts[%d].container_path %q duplicates mounts[%d]: %w", i, m.GetContainerPath(), j, errdefs.ErrInvalidArgument)
+		}
+		seen[sm.Destination] = i
+		switch m.GetPropagation() {
+		case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+			b.spec.Linux.RootfsPropagation = "rshared"
+		case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+			if b.spec.Linux.RootfsPropagation != "rshared" {
+				b.spec.Linux.RootfsPropagation = "rslave"
+			}
+		}
+		out = append(out, sm)
+	}
+	return out, nil
+}
+
+// convertMount turns CRI mount i into a bind mount. The source must exist;
+// symlinks in it are resolved on the host.
+func convertMount(i int, m *runtimeapi.Mount, rroSupported bool) (specs.Mount, error) {
+	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
+	dst := m.GetContainerPath()
+	if !filepath.IsAbs(dst) {
+		return specs.Mount{}, fmt.Errorf("%s %q is not absolute: %w", field("container_path"), dst, errdefs.ErrInvalidArgument)
+	}
+	if m.GetImage().GetImage() != "" && m.GetHostPath() == "" {
+		return specs.Mount{}, fmt.Errorf("%s: image volumes are not supported: %w", field("image"), errdefs.ErrNotImplemented)
+	}
+	if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
+		return specs.Mount{}, fmt.Errorf("%s: id-mapped mounts are not supported: %w", field("uidMappings"), errdefs.ErrNotImplemented)
+	}
+	src := m.GetHostPath()
+	if src == "" {
+		return specs.Mount{}, fmt.Errorf("%s is empty: %w", field("host_path"), errdefs.ErrInvalidArgument)
+	}
+	resolved, err := filepath.EvalSymlinks(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return specs.Mount{}, fmt.Errorf("%s %q does not exist: %w", field("host_path"), src, errdefs.ErrInvalidArgument)
+	}
+	if err != nil {
+		return specs.Mount{}, fmt.Errorf("resolve %s %q: %v: %w", field("host_path"), src, err, errdefs.ErrInvalidArgument)
+	}
+	opts := []string{"rbind", propagationOption(m.GetPropagation())}
+	switch {
+	case m.GetRecursiveReadOnly():
+		if !m.GetReadonly() {
+			return specs.Mount{}, fmt.Errorf("%s requires readonly: %w", field("recursive_read_only"), errdefs.ErrInvalidArgument)
+		}
+		if m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
+			return specs.Mount{}, fmt.Errorf("%s requires private propagation: %w", field("recursive_read_only"), errdefs.ErrInvalidArgument)
+		}
+		if !rroSupported {
+			return specs.Mount{}, fmt.Errorf("%s: recursive read-only mounts are not supported on this node: %w", field("recursive_read_only"), errdefs.ErrInvalidArgument)
+		}
+		opts = append(opts, "rro")
+	case m.GetReadonly():
+		opts = append(opts, "ro")
+	default:
+		opts = append(opts, "rw")
+	}
+	opts = append(opts, m.GetMountOptions()...)
+	return specs.Mount{Destination: filepath.Clean(dst), Type: "bind", Source: resolved, Options: opts}, nil
+}
+
+func propagationOption(p runtimeapi.MountPropagation) string {
+	switch p {
+	case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+		return "rslave"
+	case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+		return "rshared"
+	default:
+		return "rprivate"
+	}
+}
+
+// depth counts the elements of a clean absolute path ("/" is 0).
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
