@@ -1,0 +1,106 @@
+package ociruntime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"syscall"
+
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// CreateOpts are the options of one `create` call.
+type CreateOpts struct {
+	// Bundle is the OCI bundle directory (config.json and rootfs).
+	Bundle string
+	// PidFile receives the container's init pid.
+	PidFile string
+	// ConsoleSocket, when set, is the unix socket the runtime sends the
+	// pty master to (terminal containers).
+	ConsoleSocket string
+	// NoPivot creates the container without pivot_root (needed when the
+	// root is on a ramdisk).
+	NoPivot bool
+	// LogFile overrides Runtime.Log for this call, so the caller can read
+	// back the runtime's error without racing other calls.
+	LogFile string
+}
+
+// CreateArgs returns the full argument vector (after the binary) of
+// `create` for container id. The caller runs it, so that it owns the
+// container's stdio.
+func (r *Runtime) CreateArgs(id string, o CreateOpts) []string {
+	args := r.globalArgs(o.LogFile)
+	args = append(args, "create", "--bundle", o.Bundle)
+	if o.PidFile != "" {
+		args = append(args, "--pid-file", o.PidFile)
+	}
+	if o.ConsoleSocket != "" {
+		args = append(args, "--console-socket", o.ConsoleSocket)
+	}
+	if o.NoPivot {
+		args = append(args, "--no-pivot")
+	}
+	return append(args, id)
+}
+
+// Start runs the user process of a created container.
+func (r *Runtime) Start(ctx context.Context, id string) error {
+	if _, err := r.run(ctx, nil, "start", id); err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Kill sends sig to the container's init, or to every process of the
+// container when all is set. A container that is unknown or no longer
+// running yields errdefs.ErrNotFound.
+func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	args := []string{"kill"}
+	if all {
+		args = append(args, "--all")
+	}
+	args = append(args, id, strconv.Itoa(int(sig)))
+	if _, err := r.run(ctx, nil, args...); err != nil {
+		if errdefs.IsFailedPrecondition(err) && !errdefs.IsNotFound(err) {
+			err = fmt.Errorf("%w: %w", err, errdefs.ErrNotFound)
+		}
+		return fmt.Errorf("kill container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Delete removes the runtime's record of container id; force kills a
+// container that is still running first. Deleting an unknown container is
+// not an error.
+func (r *Runtime) Delete(ctx context.Context, id string, force bool) error {
+	args := []string{"delete"}
+	if force {
+		args = append(args, "--force")
+	}
+	if _, err := r.run(ctx, nil, append(args, id)...); err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("delete container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Update applies new resource limits to a container.
+func (r *Runtime) Update(ctx context.Context, id string, res *specs.LinuxResources) error {
+	if res == nil {
+		return fmt.Errorf("update container %s: no resources: %w", id, errdefs.ErrInvalidArgument)
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("update container %s: encode resources: %w", id, err)
+	}
+	if _, err := r.run(ctx, bytes.NewReader(body), "update", "--resources", "-", id); err != nil {
+		return fmt.Errorf("update container %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package ociruntime_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/ociruntime/ociruntimetest"
+)
+
+func TestLifecycle(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	ctx := context.Background()
+	r := ociruntimetest.NewRuntime(t)
+	id := ociruntimetest.ID(t)
+
+	if _, err := r.State(ctx, id); !errdefs.IsNotFound(err) {
+		t.Fatalf("state of unknown container: got %v, want not found", err)
+	}
+	if err := r.Kill(ctx, id, syscall.SIGKILL, false); !errdefs.IsNotFound(err) {
+		t.Fatalf("kill unknown container: got %v, want not found", err)
+	}
+	if err := r.Delete(ctx, id, false); err != nil {
+		t.Fatalf("delete unknown container: %v", err)
+	}
+
+	bundle := ociruntimetest.NewBundle(t, id, []string{"sleep", "3600"}, nil)
+	ociruntimetest.Create(t, r, id, bundle)
+	s, err := r.State(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Pid <= 0 {
+		t.Errorf("created container has pid %d", s.Pid)
+	}
+	if d := cmp.Diff(ociruntime.State{ID: id, Status: "created", Pid: s.Pid, Bundle: bundle}, s); d != "" {
+		t.Errorf("state after create (-want +got):\n%s", d)
+	}
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	ociruntimetest.WaitStatus(t, r, id, ociruntime.StatusRunning)
+
+	list, err := r.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != id || list[0].Status != "running" {
+		t.Errorf("list: got %+v, want one running %s", list, id)
+	}
+	if err := r.Delete(ctx, id, false); err == nil || !strings.Contains(err.Error(), "running") {
+		t.Errorf("delete running container without force: got %v, want an error", err)
+	}
+	if err := r.Kill(ctx, id, syscall.SIGKILL, true); err != nil {
+		t.Fatal(err)
+	}
+	ociruntimetest.WaitStatus(t, r, id, ociruntime.StatusStopped)
+	if err := r.Kill(ctx, id, syscall.SIGKILL, false); !errdefs.IsNotFound(err) {
+		t.Errorf("kill stopped container: got %v, want not found", err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := r.Delete(ctx, id, false); err != nil {
+			t.Fatalf("delete #%d: %v", i+1, err)
+		}
+	}
+	if _, err := r.State(ctx, id); !errdefs.IsNotFound(err) {
+		t.Fatalf("state after delete: got %v, want not found", err)
+	}
+}
+
+func TestCreateDuplicateIsAlreadyExists(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	r := ociruntimetest.NewRuntime(t)
+	id := ociruntimetest.ID(t)
+	bundle := ociruntimetest.NewBundle(t, id, []string{"sleep", "3600"}, nil)
+	ociruntimetest.Create(t, r, id, bundle)
+	logFile := filepath.Join(t.TempDir(), "create.log")
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	args := r.CreateArgs(id, ociruntime.CreateOpts{Bundle: bundle, LogFile: logFile})
+	p, err := os.StartProcess(lookRunc(t), append([]string{"runc"}, args...), &os.ProcAttr{Files: []*os.File{nil, out, out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.Wait(); st.Success() {
+		t.Fatal("second create succeeded")
+	}
+	err = ociruntime.Classify(ociruntime.LastErrorInFile(logFile))
+	if !errdefs.IsAlreadyExists(err) {
+		t.Fatalf("got %v, want already exists", err)
+	}
+}
+
+func TestUpdatePidsLimit(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	ctx := context.Background()
+	r := ociruntimetest.NewRuntime(t)
+	id := runningContainer(t, r)
+	s, err := r.State(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := int64(42)
+	if err := r.Update(ctx, id, &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(pidsCgroup(t, s.Pid), "pids.max"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "42" {
+		t.Errorf("pids.max = %q, want 42", got)
+	}
+	if err := r.Update(ctx, ociruntimetest.ID(t), &specs.LinuxResources{}); !errdefs.IsNotFound(err) {
+		t.Errorf("update unknown container: got %v, want not found", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	v, err := ociruntimetest.NewRuntime(t).Version(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v, "runc version ") {
+		t.Errorf("version %q", v)
+	}
+}
+
+// pidsCgroup returns the pids cgroup directory of pid (v1 or v2).
+func pidsCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var unified string
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "pids" {
+				return filepath.Join("/sys/fs/cgroup/pids", parts[2])
+			}
+		}
+		if parts[0] == "0" {
+			unified = parts[2]
+		}
+	}
+	return filepath.Join("/sys/fs/cgroup", unified)
+}
+
+func lookRunc(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc", "/usr/local/bin/runc"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Skip("runc not found")
+	return ""
+}

@@ -1,0 +1,74 @@
+package ociruntime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Container statuses as the runtime reports them.
+const (
+	StatusCreating = "creating"
+	StatusCreated  = "created"
+	StatusRunning  = "running"
+	StatusStopped  = "stopped"
+	StatusPaused   = "paused"
+)
+
+// State is what the runtime knows about one container.
+type State struct {
+	ID string `json:"id"`
+	// Status is one of the Status* constants.
+	Status string `json:"status"`
+	// Pid is the container's init process in the host PID namespace; 0
+	// once the container stopped.
+	Pid    int    `json:"pid"`
+	Bundle string `json:"bundle"`
+}
+
+// State returns the runtime's view of container id; errdefs.ErrNotFound
+// when the runtime does not know it.
+func (r *Runtime) State(ctx context.Context, id string) (State, error) {
+	out, err := r.run(ctx, nil, "state", id)
+	if err != nil {
+		return State{}, fmt.Errorf("state of container %s: %w", id, err)
+	}
+	var s State
+	if err := json.Unmarshal(out, &s); err != nil {
+		return State{}, fmt.Errorf("decode state of container %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// List returns the state of every container under the runtime root.
+func (r *Runtime) List(ctx context.Context) ([]State, error) {
+	out, err := r.run(ctx, nil, "list", "--format", "json")
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var states []State
+	// runc prints "null" when there is no container.
+	if trimmed := strings.TrimSpace(string(out)); trimmed == "" || trimmed == "null" {
+		return nil, nil
+	}
+	if err := json.Unmarshal(out, &states); err != nil {
+		return nil, fmt.Errorf("decode container list: %w", err)
+	}
+	return states, nil
+}
+
+// Version returns the first line of the runtime's --version output
+// ("runc version 1.1.5").
+func (r *Runtime) Version(ctx context.Context) (string, error) {
+	cmd := r.command(ctx, "--version")
+	// --version must not follow other global options for every runtime;
+	// call it bare.
+	cmd.Args = []string{r.Binary, "--version"}
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("runtime version: %w", err)
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return first, nil
+}
