@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -134,7 +135,7 @@ func walkDevices(root, ctrRoot string, skip map[string]bool) ([]specs.LinuxDevic
 
 // deviceFromInfo describes a device node; ok is false for other files.
 func deviceFromInfo(ctrPath string, fi fs.FileInfo) (specs.LinuxDevice, bool) {
-	st, ok := fi.Sys().(*unix.Stat_t)
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || fi.Mode()&fs.ModeDevice == 0 {
 		return specs.LinuxDevice{}, false
 	}

@@ -185,3 +185,5 @@ func checkGolden(t *testing.T, f *fixture, name string, spec *specs.Spec) {
 		t.Errorf("spec differs from %s (-want +got):\n%s", path, diff)
 	}
 }
+
+const fileMode0666 = os.FileMode(0o666)

@@ -1,0 +1,356 @@
+package ocispec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestBuildErrors checks that bad requests fail with the right error class
+// and an error naming the offending field.
+func TestBuildErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		modify  func(t *testing.T, f *fixture, in *Input)
+		class   error
+		wantErr string
+	}{
+		{
+			name:    "no container config",
+			modify:  func(t *testing.T, f *fixture, in *Input) { in.Container = nil },
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "container config is required",
+		},
+		{
+			name:    "no sandbox config",
+			modify:  func(t *testing.T, f *fixture, in *Input) { in.Sandbox = nil },
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "sandbox config is required",
+		},
+		{
+			name: "missing mount source",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/ok", HostPath: f.hostDir(t, "ok")},
+					{ContainerPath: "/gone", HostPath: filepath.Join(f.host, "gone")},
+				}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[1].host_path",
+		},
+		{
+			name: "empty mount source",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/x"}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[0].host_path is empty",
+		},
+		{
+			name: "relative mount destination",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "data", HostPath: f.host}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[0].container_path",
+		},
+		{
+			name: "duplicate mount destination",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/data", HostPath: f.host},
+					{ContainerPath: "/data/", HostPath: f.host},
+				}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[1].container_path",
+		},
+		{
+			name: "recursive read-only unsupported",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/c", HostPath: f.host, Readonly: true, RecursiveReadOnly: true}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[0].recursive_read_only",
+		},
+		{
+			name: "recursive read-only without readonly",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.RecursiveReadOnlySupported = true
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/c", HostPath: f.host, RecursiveReadOnly: true}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "requires readonly",
+		},
+		{
+			name: "recursive read-only with propagation",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.RecursiveReadOnlySupported = true
+				in.Container.Mounts = []*runtimeapi.Mount{{
+					ContainerPath: "/c", HostPath: f.host, Readonly: true, RecursiveReadOnly: true,
+					Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER,
+				}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "requires private propagation",
+		},
+		{
+			name: "image volume",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/img", Image: &runtimeapi.ImageSpec{Image: "busybox"}}}
+			},
+			class:   errdefs.ErrNotImplemented,
+			wantErr: "mounts[0].image",
+		},
+		{
+			name: "id-mapped mount",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/m", HostPath: f.host, UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}}
+			},
+			class:   errdefs.ErrNotImplemented,
+			wantErr: "mounts[0]",
+		},
+		{
+			name: "net sysctl with host network",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Namespaces = Namespaces{HostNetwork: true}
+				in.Sandbox.Linux.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: `sysctl "net.ipv4.ip_forward"`,
+		},
+		{
+			name: "slash-separated net sysctl with host network",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Namespaces = Namespaces{HostNetwork: true}
+				in.Sandbox.Linux.Sysctls = map[string]string{"net/core/somaxconn": "1024"}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: `sysctl "net/core/somaxconn"`,
+		},
+		{
+			name: "ipc sysctl with host ipc",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Namespaces.HostIPC = true
+				in.Sandbox.Linux.Sysctls = map[string]string{"kernel.shm_rmid_forced": "1"}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "host IPC",
+		},
+		{
+			name: "no command at all",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Command, in.Container.Args, in.Image.Cmd = nil, nil, nil
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "no command",
+		},
+		{
+			name: "unknown capability",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"CAP_FLY"}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: `add_capabilities: unknown capability "CAP_FLY"`,
+		},
+		{
+			name: "missing localhost seccomp profile",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Linux.SecurityContext.Seccomp = &runtimeapi.SecurityProfile{
+					ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: filepath.Join(f.base, "nope.json"),
+				}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "does not exist",
+		},
+		{
+			name: "localhost apparmor profile",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Linux.SecurityContext.Apparmor = &runtimeapi.SecurityProfile{
+					ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "my-profile",
+				}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "apparmor",
+		},
+		{
+			name: "user namespace",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Linux.SecurityContext.NamespaceOptions.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}
+			},
+			class:   errdefs.ErrNotImplemented,
+			wantErr: "user namespaces",
+		},
+		{
+			name: "missing device",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Devices = []*runtimeapi.Device{{ContainerPath: "/dev/x", HostPath: filepath.Join(f.base, "nodev"), Permissions: "rw"}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "devices[0].host_path",
+		},
+		{
+			name: "device that is a regular file",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Devices = []*runtimeapi.Device{{ContainerPath: "/dev/x", HostPath: writeFile(t, f.host, "file", ""), Permissions: "rw"}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "is not a device",
+		},
+		{
+			name: "bad device permissions",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Devices = []*runtimeapi.Device{{ContainerPath: "/dev/null", HostPath: "/dev/null", Permissions: "rwx"}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "devices[0].permissions",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			in := f.input()
+			tt.modify(t, f, &in)
+			_, err := Build(in)
+			if !errors.Is(err, tt.class) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %v containing %q", err, tt.class, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBuildAllowsSafeSysctls checks that only namespaces shared with the
+// host restrict sysctls.
+func TestBuildAllowsSafeSysctls(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	in.Namespaces.HostIPC = true
+	in.Sandbox.Linux.Sysctls = map[string]string{"net.ipv4.ping_group_range": "0 65535"}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"net.ipv4.ping_group_range": "0 65535"}, spec.Linux.Sysctl); diff != "" {
+		t.Errorf("sysctls (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuildDoesNotMutateInput(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	in.Sandbox.Linux.Sysctls = map[string]string{"kernel.msgmax": "8192"}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Linux.Sysctl["kernel.msgmax"] = "1"
+	spec.Annotations["io.kubernetes.container.hash"] = "changed"
+	spec.Process.Args[0] = "changed"
+	if in.Sandbox.Linux.Sysctls["kernel.msgmax"] != "8192" ||
+		in.Container.Annotations["io.kubernetes.container.hash"] != "1a2b3c" ||
+		in.Container.Command[0] != "sleep" {
+		t.Error("Build output shares memory with its input")
+	}
+}
+
+func TestBuildNewNamespacesAndHostname(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	in.Namespaces = Namespaces{}
+	in.CgroupV2 = true
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []specs.LinuxNamespace{
+		{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
+		{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
+	}
+	if diff := cmp.Diff(want, spec.Linux.Namespaces); diff != "" {
+		t.Errorf("namespaces (-want +got):\n%s", diff)
+	}
+	if spec.Hostname != "web-0" {
+		t.Errorf("hostname = %q, want web-0 in a private UTS namespace", spec.Hostname)
+	}
+}
+
+func TestBuildDevMountReplacesDevChildren(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/dev", HostPath: f.hostDir(t, "dev")}}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range spec.Mounts {
+		if strings.HasPrefix(m.Destination, "/dev") {
+			got = append(got, m.Destination+" "+m.Type)
+		}
+	}
+	if diff := cmp.Diff([]string{"/dev bind"}, got); diff != "" {
+		t.Errorf("/dev mounts (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuildMountSymlinkSourceResolved(t *testing.T) {
+	f := newFixture(t)
+	target := f.hostDir(t, "real")
+	link := filepath.Join(f.host, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input()
+	in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: link}}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := spec.Mounts[len(spec.Mounts)-1]
+	if last.Destination != "/data" || last.Source != target {
+		t.Errorf("mount = %+v, want /data from %s", last, target)
+	}
+}
+
+func TestBuildCRIDevices(t *testing.T) {
+	requireRoot(t)
+	f := newFixture(t)
+	mknod(t, filepath.Join(f.host, "fuse"), true, 10, 229)
+	mknod(t, filepath.Join(f.host, "snd", "pcmC0D0p"), true, 116, 16)
+	mknod(t, filepath.Join(f.host, "snd", "sub", "ctl"), true, 116, 0)
+	in := f.input()
+	in.Container.Devices = []*runtimeapi.Device{
+		{ContainerPath: "/dev/fuse", HostPath: filepath.Join(f.host, "fuse"), Permissions: "rwm"},
+		{ContainerPath: "/dev/snd", HostPath: filepath.Join(f.host, "snd"), Permissions: "r"},
+	}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, zero := ptr(fileMode0666), ptr(uint32(0))
+	wantDevs := []specs.LinuxDevice{
+		{Path: "/dev/fuse", Type: "c", Major: 10, Minor: 229, FileMode: mode, UID: zero, GID: zero},
+		{Path: "/dev/snd/pcmC0D0p", Type: "c", Major: 116, Minor: 16, FileMode: mode, UID: zero, GID: zero},
+		{Path: "/dev/snd/sub/ctl", Type: "c", Major: 116, Minor: 0, FileMode: mode, UID: zero, GID: zero},
+	}
+	if diff := cmp.Diff(wantDevs, spec.Linux.Devices); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+	i64 := func(v int64) *int64 { return &v }
+	wantRules := []specs.LinuxDeviceCgroup{
+		{Allow: false, Access: "rwm"},
+		{Allow: true, Type: "c", Major: i64(10), Minor: i64(229), Access: "rwm"},
+		{Allow: true, Type: "c", Major: i64(116), Minor: i64(16), Access: "r"},
+		{Allow: true, Type: "c", Major: i64(116), Minor: i64(0), Access: "r"},
+	}
+	if diff := cmp.Diff(wantRules, spec.Linux.Resources.Devices); diff != "" {
+		t.Errorf("device rules (-want +got):\n%s", diff)
+	}
+}
