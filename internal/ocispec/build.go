@@ -69,11 +69,10 @@ type Input struct {
 	// CRI values are raised to it rather than failing the container.
 	OOMScoreAdjMin int
 
-	// CapLast is the highest capability number the kernel knows
-	// (/proc/sys/kernel/cap_last_cap). Zero means every capability crib
-	// knows. Privileged containers get all capabilities up to it, and
-	// capabilities above it are dropped from every set.
-	CapLast int
+	// HostCaps bounds the capabilities containers may get (see
+	// ReadHostCaps); privileged containers get all of them. The zero value
+	// means every capability crib knows.
+	HostCaps HostCaps
 
 	// NodeHostname is the HOSTNAME env value for host-network pods whose
 	// sandbox config names no hostname.

@@ -38,7 +38,7 @@ func DefaultCapabilities() []string { return slices.Clone(defaultCapabilities) }
 
 // capabilities fills process.capabilities.
 func (b *builder) capabilities() error {
-	caps, err := Capabilities(b.sc.GetCapabilities(), b.privileged, b.in.CapLast)
+	caps, err := Capabilities(b.sc.GetCapabilities(), b.privileged, b.in.HostCaps)
 	if err != nil {
 		return err
 	}
@@ -46,24 +46,41 @@ func (b *builder) capabilities() error {
 	return nil
 }
 
+// HostCaps says which capabilities crib can hand out: those numbered up to
+// Last (the kernel's cap_last_cap; zero means every capability crib knows)
+// whose bit is set in Mask (the daemon's own effective set; zero means no
+// restriction). A container can never hold a capability its runtime lacks.
+type HostCaps struct {
+	Last int
+	Mask uint64
+}
+
+// has reports whether capability n can be granted.
+func (h HostCaps) has(n int) bool {
+	last := h.Last
+	if last <= 0 || last >= len(capNames) {
+		last = len(capNames) - 1
+	}
+	return n <= last && (h.Mask == 0 || h.Mask&(1<<uint(n)) != 0)
+}
+
 // Capabilities computes the capability sets. Privileged containers get every
-// capability up to capLast and CRI add/drop lists are ignored. Otherwise the
+// capability the host can grant and CRI add/drop lists are ignored. Otherwise the
 // default set is adjusted: "ALL" in add grants everything, "ALL" in drop
 // clears everything (after an "ALL" add), then single adds, then single
 // drops, so a drop beats an add of the same capability. Names are matched
 // case-insensitively, with or without the CAP_ prefix; unknown names are an
-// invalid argument. Ambient capabilities are also raised in every other set.
-// Every set is ordered by capability number.
-func Capabilities(c *runtimeapi.Capability, privileged bool, capLast int) (*specs.LinuxCapabilities, error) {
-	if capLast <= 0 || capLast >= len(capNames) {
-		capLast = len(capNames) - 1
-	}
+// invalid argument; naming one the host cannot grant is a failed
+// precondition, while "ALL" and the defaults quietly shrink to what the host
+// can grant. Ambient capabilities are also raised in every other set. Every
+// set is ordered by capability number.
+func Capabilities(c *runtimeapi.Capability, privileged bool, host HostCaps) (*specs.LinuxCapabilities, error) {
 	have := map[int]bool{}
 	if privileged {
-		for n := 0; n <= capLast; n++ {
+		for n := range capNames {
 			have[n] = true
 		}
-		return capSets(have, nil, capLast), nil
+		return capSets(have, nil, host), nil
 	}
 	for _, name := range defaultCapabilities {
 		n, _ := capNumber(name)
@@ -93,6 +110,9 @@ func Capabilities(c *runtimeapi.Capability, privileged bool, capLast int) (*spec
 		clear(have)
 	}
 	for _, n := range add {
+		if !host.has(n) {
+			return nil, fmt.Errorf("add_capabilities: %s is not available to the runtime on this node: %w", capNames[n], errdefs.ErrFailedPrecondition)
+		}
 		have[n] = true
 	}
 	for _, n := range drop {
@@ -100,18 +120,22 @@ func Capabilities(c *runtimeapi.Capability, privileged bool, capLast int) (*spec
 	}
 	amb := map[int]bool{}
 	for _, n := range ambient {
+		if !host.has(n) {
+			return nil, fmt.Errorf("add_ambient_capabilities: %s is not available to the runtime on this node: %w", capNames[n], errdefs.ErrFailedPrecondition)
+		}
 		amb[n] = true
 		have[n] = true
 	}
-	return capSets(have, amb, capLast), nil
+	return capSets(have, amb, host), nil
 }
 
-// capSets turns capability number sets into the OCI form.
-func capSets(have, ambient map[int]bool, capLast int) *specs.LinuxCapabilities {
+// capSets turns capability number sets into the OCI form, leaving out what
+// the host cannot grant.
+func capSets(have, ambient map[int]bool, host HostCaps) *specs.LinuxCapabilities {
 	names := func(set map[int]bool) []string {
 		out := []string{}
-		for n := 0; n <= capLast; n++ {
-			if set[n] {
+		for n := range capNames {
+			if set[n] && host.has(n) {
 				out = append(out, capNames[n])
 			}
 		}

@@ -14,7 +14,7 @@ func TestCapabilities(t *testing.T) {
 		name       string
 		caps       *runtimeapi.Capability
 		privileged bool
-		capLast    int
+		host       HostCaps
 		want       []string // bounding set
 		wantAmb    []string
 		wantErr    bool
@@ -31,9 +31,9 @@ func TestCapabilities(t *testing.T) {
 			want: []string{"CAP_KILL", "CAP_NET_ADMIN", "CAP_SYS_TIME"},
 		},
 		{
-			name:    "add all drop some",
-			caps:    &runtimeapi.Capability{AddCapabilities: []string{"ALL"}, DropCapabilities: []string{"SYS_ADMIN", "CAP_NET_RAW"}},
-			capLast: 12,
+			name: "add all drop some",
+			caps: &runtimeapi.Capability{AddCapabilities: []string{"ALL"}, DropCapabilities: []string{"SYS_ADMIN", "CAP_NET_RAW"}},
+			host: HostCaps{Last: 12},
 			want: []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
 				"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
 				"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN"},
@@ -57,16 +57,28 @@ func TestCapabilities(t *testing.T) {
 		{
 			name:       "privileged gets everything the kernel knows, add/drop ignored",
 			privileged: true,
-			capLast:    3,
+			host:       HostCaps{Last: 3},
 			caps:       &runtimeapi.Capability{DropCapabilities: []string{"ALL"}},
 			want:       []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER"},
+		},
+		{
+			name:       "privileged shrinks to the host's set",
+			privileged: true,
+			host:       HostCaps{Last: 40, Mask: 1<<0 | 1<<21 | 1<<40},
+			want:       []string{"CAP_CHOWN", "CAP_SYS_ADMIN", "CAP_CHECKPOINT_RESTORE"},
+		},
+		{
+			name: "add all shrinks to the host's set",
+			caps: &runtimeapi.Capability{AddCapabilities: []string{"ALL"}},
+			host: HostCaps{Mask: 1<<5 | 1<<24},
+			want: []string{"CAP_KILL", "CAP_SYS_RESOURCE"},
 		},
 		{name: "unknown drop", caps: &runtimeapi.Capability{DropCapabilities: []string{"CAP_NOPE"}}, wantErr: true},
 		{name: "ambient all", caps: &runtimeapi.Capability{AddAmbientCapabilities: []string{"ALL"}}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Capabilities(tt.caps, tt.privileged, tt.capLast)
+			got, err := Capabilities(tt.caps, tt.privileged, tt.host)
 			if tt.wantErr {
 				if !errors.Is(err, errdefs.ErrInvalidArgument) {
 					t.Fatalf("err = %v, want invalid argument", err)
@@ -92,11 +104,37 @@ func TestCapabilities(t *testing.T) {
 }
 
 func TestPrivilegedFullCapSet(t *testing.T) {
-	got, err := Capabilities(nil, true, 0)
+	got, err := Capabilities(nil, true, HostCaps{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Bounding) != len(capNames) || got.Bounding[40] != "CAP_CHECKPOINT_RESTORE" {
 		t.Errorf("bounding = %v, want all %d capabilities", got.Bounding, len(capNames))
+	}
+}
+
+func TestCapabilitiesUnavailableAdd(t *testing.T) {
+	// Like this machine: no CAP_SYS_RESOURCE (bit 24), and a kernel that
+	// stops at 39.
+	host := HostCaps{Last: 39, Mask: 0x000001fffeffffff}
+	for _, c := range []*runtimeapi.Capability{
+		{AddCapabilities: []string{"SYS_RESOURCE"}},
+		{AddAmbientCapabilities: []string{"CAP_SYS_RESOURCE"}},
+		{AddCapabilities: []string{"CAP_CHECKPOINT_RESTORE"}, DropCapabilities: []string{"ALL"}},
+	} {
+		_, err := Capabilities(c, false, host)
+		if !errors.Is(err, errdefs.ErrFailedPrecondition) {
+			t.Errorf("Capabilities(%v) err = %v, want failed precondition", c, err)
+		}
+	}
+}
+
+func TestParseCapEff(t *testing.T) {
+	got, err := parseCapEff([]byte("Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001fffeffffff\nCapBnd:\t0\n"))
+	if err != nil || got != 0x000001fffeffffff {
+		t.Errorf("parseCapEff = %x, %v", got, err)
+	}
+	if _, err := parseCapEff([]byte("Name:\tx\n")); err == nil {
+		t.Error("parseCapEff without CapEff: want error")
 	}
 }

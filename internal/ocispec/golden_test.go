@@ -58,7 +58,7 @@ func TestGolden(t *testing.T) {
 				writeFile(t, dev, "not-a-device", "")
 				in.DevDir = dev
 				in.CgroupV2 = true
-				in.CapLast = 40
+				in.HostCaps = HostCaps{Last: 40}
 				in.Container.Linux.SecurityContext.Privileged = true
 			},
 		},

@@ -154,7 +154,7 @@ func (f *fixture) input() Input {
 			ShmPath:      "/run/crib/sandboxes/5a4d/shm",
 		},
 		CgroupsPath: "/crib/pod-1234/c0ffee",
-		CapLast:     40,
+		HostCaps:    HostCaps{Last: 40},
 	}
 }
 

@@ -23,7 +23,7 @@ func TestSeccompSelection(t *testing.T) {
 		"syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW","includes":{"caps":["CAP_X"]}}]}`)
 	badProfile := writeFile(t, dir, "bad.json", `{"syscalls": 3}`)
 	noAction := writeFile(t, dir, "noaction.json", `{}`)
-	caps, _ := Capabilities(nil, false, 0)
+	caps, _ := Capabilities(nil, false, HostCaps{})
 	profile := func(typ runtimeapi.SecurityProfile_ProfileType, ref string) *runtimeapi.LinuxContainerSecurityContext {
 		return &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: typ, LocalhostRef: ref}}
 	}
@@ -91,7 +91,7 @@ func TestSeccompSelection(t *testing.T) {
 // syscalls it governs and that CAP_SYS_ADMIN lifts the clone rules.
 func TestDefaultSeccompFollowsCapabilities(t *testing.T) {
 	denied := func(p *specs.LinuxSeccomp) []string { return p.Syscalls[0].Names }
-	plain, _ := Capabilities(nil, false, 0)
+	plain, _ := Capabilities(nil, false, HostCaps{})
 	p := DefaultSeccomp(plain)
 	for _, name := range []string{"mount", "reboot", "init_module", "keyctl", "settimeofday", "bpf", "unshare"} {
 		if !slices.Contains(denied(p), name) {
@@ -115,7 +115,7 @@ func TestDefaultSeccompFollowsCapabilities(t *testing.T) {
 		}
 	}
 
-	admin, _ := Capabilities(&runtimeapi.Capability{AddCapabilities: []string{"SYS_ADMIN", "SYS_TIME"}}, false, 0)
+	admin, _ := Capabilities(&runtimeapi.Capability{AddCapabilities: []string{"SYS_ADMIN", "SYS_TIME"}}, false, HostCaps{})
 	p = DefaultSeccomp(admin)
 	for _, name := range []string{"mount", "unshare", "bpf", "settimeofday", "clock_settime"} {
 		if slices.Contains(denied(p), name) {
