@@ -1,0 +1,28 @@
+// Package monitor is the process that owns one container's stdio for the
+// container's whole life, so that the container outlives the daemon and its
+// CRI log keeps being written while the daemon restarts.
+//
+// The daemon calls Start, which re-executes the crib binary as
+// `crib monitor ARGS...` in its own session; the monitor (Main) makes itself
+// a child subreaper, runs the OCI runtime's `create` with pipes as the
+// container's stdout and stderr, reports the result on a sync pipe, then
+// copies both streams into the CRI log file, serves a small control socket
+// (reopen-log, wait), reaps the container's init, and records its exit in
+// an exit file before it quits. The daemon talks to a live monitor through
+// Client and reads a dead one's verdict with ReadExit.
+//
+// It does not start, signal or delete containers (the daemon does that
+// through ociruntime), and it keeps no state beyond the files it is given.
+//
+// Invariants: Start returns only once the container is created, or with
+// the runtime's error and no monitor left behind. The exit file is written
+// atomically and exactly once, after the init process was reaped and the
+// output drained (at most drainTimeout after the exit); pending waits are
+// answered after it exists. Log records never interleave within a line.
+//
+// Log format, one record per line: `<RFC3339Nano UTC> <stdout|stderr> <F|P>
+// <content>`. Content lines longer than 16 KiB are split into P records
+// followed by a final F record. An unterminated line at end of stream is
+// written as F (as containerd does): the kubelet's reader treats F as the
+// end of a message either way.
+package monitor

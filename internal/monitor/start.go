@@ -1,0 +1,149 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crib-dev/crib/internal/ociruntime"
+)
+
+// reapTimeout bounds how long Start waits for a monitor that reported a
+// failure to exit before it kills it.
+const reapTimeout = 5 * time.Second
+
+// Handle identifies a started monitor and its container.
+type Handle struct {
+	// ContainerPid is the container's init in the host PID namespace.
+	ContainerPid int
+	// MonitorPid is the monitor process.
+	MonitorPid int
+}
+
+// Start launches the monitor for one container and returns once the
+// container is created (not started: the caller starts it through the OCI
+// runtime). On failure the error carries the runtime's message, classified
+// as ociruntime does, and no monitor process remains. If ctx ends first the
+// monitor is killed; the caller should then force-delete the container,
+// which may have been created.
+//
+// The monitor runs in its own session with /dev/null as stdin and stdout,
+// so that neither the daemon's signals nor its death reach it. The daemon
+// reaps it in the background when it exits.
+func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
+	if err := cfg.validate(); err != nil {
+		return Handle{}, err
+	}
+	if cfg.SelfExe == "" {
+		return Handle{}, fmt.Errorf("start monitor for %s: no crib binary given", cfg.ID)
+	}
+	stderr, err := openMonitorLog(cfg.MonitorLog)
+	if err != nil {
+		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
+	}
+	defer stderr.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
+	}
+	defer syncR.Close()
+	cmd := exec.Command(cfg.SelfExe, append([]string{"monitor"}, cfg.args()...)...)
+	cmd.Stderr = stderr
+	cmd.ExtraFiles = []*os.File{syncW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	syncW.Close()
+	if err != nil {
+		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
+	}
+
+	results := make(chan startResult, 1)
+	go func() { results <- readStartResult(syncR) }()
+	var res startResult
+	select {
+	case res = <-results:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, ctx.Err())
+	}
+	if res.Error != "" || res.Pid <= 0 {
+		reap(cmd)
+		if res.Error == "" {
+			res.Error = "monitor exited without reporting" + monitorLogTail(cfg.MonitorLog)
+		}
+		return Handle{}, startError(cfg.ID, res.Error)
+	}
+	go func() { _ = cmd.Wait() }()
+	return Handle{ContainerPid: res.Pid, MonitorPid: cmd.Process.Pid}, nil
+}
+
+// startError rebuilds the monitor's error, keeping its class: the message
+// ends with the runtime's own text, which ociruntime.Classify understands.
+func startError(id, msg string) error {
+	return fmt.Errorf("start monitor for %s: %w", id, ociruntime.Classify(msg))
+}
+
+func readStartResult(r io.Reader) startResult {
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil && len(b) == 0 {
+		return startResult{Error: fmt.Sprintf("read sync pipe: %v", err)}
+	}
+	var res startResult
+	if len(bytes.TrimSpace(b)) == 0 {
+		return res
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return startResult{Error: fmt.Sprintf("decode monitor report %q: %v", b, err)}
+	}
+	return res
+}
+
+// reap waits for a failed monitor to exit, killing it if it lingers.
+func reap(cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(reapTimeout):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func openMonitorLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open monitor log: %w", err)
+	}
+	return f, nil
+}
+
+// monitorLogTail returns the end of the monitor log for error messages.
+func monitorLogTail(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	const max = 512
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return ": " + strings.TrimSpace(string(b))
+}
