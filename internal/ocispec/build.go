@@ -65,6 +65,12 @@ type Input struct {
 	// container get a private cgroup namespace.
 	CgroupV2 bool
 
+	// Hugetlb says the hugetlb cgroup controller is available. Without it
+	// (the zero value, as containerd's default) hugepage limits are left
+	// out: the kubelet sends one for every page size the kernel has, and
+	// runc fails on limits it cannot apply.
+	Hugetlb bool
+
 	// OOMScoreAdjMin is the lowest oom_score_adj the daemon may set; lower
 	// CRI values are raised to it rather than failing the container.
 	OOMScoreAdjMin int

@@ -109,6 +109,7 @@ func TestGolden(t *testing.T) {
 			name: "resources_oom_clamp",
 			modify: func(t *testing.T, f *fixture, in *Input) {
 				in.OOMScoreAdjMin = 0
+				in.Hugetlb = true
 				in.Container.Linux.Resources = &runtimeapi.LinuxContainerResources{
 					CpuPeriod:              100000,
 					CpuQuota:               50000,

@@ -15,7 +15,7 @@ func (b *builder) resources() error {
 	if r == nil {
 		return nil
 	}
-	conv := convertResources(r)
+	conv := convertResources(r, b.in.Hugetlb)
 	res := b.resourcesStruct()
 	res.CPU, res.Memory, res.HugepageLimits, res.Unified = conv.CPU, conv.Memory, conv.HugepageLimits, conv.Unified
 	b.spec.Process.OOMScoreAdj = ptr(ClampOOMScoreAdj(r.GetOomScoreAdj(), b.in.OOMScoreAdjMin))
@@ -32,18 +32,18 @@ func (b *builder) resourcesStruct() *specs.LinuxResources {
 
 // UpdateResources converts CRI resources for UpdateContainerResources (runc
 // update). It is the conversion Build uses, so a created and an updated
-// container agree. oom_score_adj is not a cgroup resource and is left out;
-// use ClampOOMScoreAdj for it. A nil r gives nil.
-func UpdateResources(r *runtimeapi.LinuxContainerResources) *specs.LinuxResources {
+// container agree; hugetlb is Input.Hugetlb. oom_score_adj is not a cgroup
+// resource and is left out; use ClampOOMScoreAdj for it. A nil r gives nil.
+func UpdateResources(r *runtimeapi.LinuxContainerResources, hugetlb bool) *specs.LinuxResources {
 	if r == nil {
 		return nil
 	}
-	return convertResources(r)
+	return convertResources(r, hugetlb)
 }
 
 // convertResources maps CRI resources to OCI ones; zero CRI values mean
-// "not set" and stay nil.
-func convertResources(r *runtimeapi.LinuxContainerResources) *specs.LinuxResources {
+// "not set" and stay nil. Hugepage limits are kept only with hugetlb.
+func convertResources(r *runtimeapi.LinuxContainerResources, hugetlb bool) *specs.LinuxResources {
 	out := &specs.LinuxResources{}
 	cpu := &specs.LinuxCPU{}
 	if v := r.GetCpuShares(); v > 0 {
@@ -71,6 +71,9 @@ func convertResources(r *runtimeapi.LinuxContainerResources) *specs.LinuxResourc
 		out.Memory = mem
 	}
 	for _, h := range r.GetHugepageLimits() {
+		if !hugetlb {
+			break
+		}
 		out.HugepageLimits = append(out.HugepageLimits, specs.LinuxHugepageLimit{Pagesize: h.GetPageSize(), Limit: h.GetLimit()})
 	}
 	if len(r.GetUnified()) > 0 {

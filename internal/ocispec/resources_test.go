@@ -32,9 +32,10 @@ func TestUpdateResources(t *testing.T) {
 	u64 := func(v uint64) *uint64 { return &v }
 	i64 := func(v int64) *int64 { return &v }
 	tests := []struct {
-		name string
-		in   *runtimeapi.LinuxContainerResources
-		want *specs.LinuxResources
+		name    string
+		in      *runtimeapi.LinuxContainerResources
+		hugetlb bool
+		want    *specs.LinuxResources
 	}{
 		{name: "nil", in: nil, want: nil},
 		{name: "all zero means unset", in: &runtimeapi.LinuxContainerResources{}, want: &specs.LinuxResources{}},
@@ -50,7 +51,8 @@ func TestUpdateResources(t *testing.T) {
 			},
 		},
 		{
-			name: "swap, hugepages and unified only",
+			name:    "swap, hugepages and unified only",
+			hugetlb: true,
 			in: &runtimeapi.LinuxContainerResources{
 				MemorySwapLimitInBytes: -1,
 				HugepageLimits:         []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 4 << 20}},
@@ -62,10 +64,18 @@ func TestUpdateResources(t *testing.T) {
 				Unified:        map[string]string{"pids.max": "100"},
 			},
 		},
+		{
+			name: "hugepage limits dropped without the hugetlb controller",
+			in: &runtimeapi.LinuxContainerResources{
+				CpuShares:      2,
+				HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 0}, {PageSize: "1GB", Limit: 0}},
+			},
+			want: &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: u64(2)}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := UpdateResources(tt.in)
+			got := UpdateResources(tt.in, tt.hugetlb)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}

@@ -111,6 +111,9 @@ func TestRuncAcceptsSpec(t *testing.T) {
 			in.Container.Args = nil
 			in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: filepath.Join(f.host, "data"), Readonly: true}}
 			in.Container.Linux.Resources.MemoryLimitInBytes = 64 << 20
+			// What the kubelet sends on a node with hugepages.
+			in.Container.Linux.Resources.HugepageLimits = []*runtimeapi.HugepageLimit{{PageSize: "2MB"}, {PageSize: "1GB"}}
+			in.Hugetlb = hugetlbMounted()
 			tc.modify(&in)
 			runSpec(t, runc, f.base, id, in, tc.want)
 		})
@@ -158,4 +161,14 @@ func runSpec(t *testing.T, runc, base, id string, in Input, want []string) {
 			t.Errorf("container output lacks %q:\n%s", w, got)
 		}
 	}
+}
+
+// hugetlbMounted reports whether a cgroup v1 hugetlb hierarchy or cgroup v2
+// is mounted at the usual place.
+func hugetlbMounted() bool {
+	if _, err := os.Stat("/sys/fs/cgroup/hugetlb"); err == nil {
+		return true
+	}
+	data, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil && strings.Contains(string(data), "hugetlb")
 }
