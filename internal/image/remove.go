@@ -1,0 +1,146 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/crib-dev/crib/internal/content"
+)
+
+// Remove deletes an image name or a whole image. Given an ID (full, hex or
+// unique prefix) it removes the image with all its names. Given a tag or
+// digest reference it removes only that name; the image goes when it has
+// no tag left (Docker's rule: digests do not keep an image). Blobs and
+// snapshots that no remaining image references and nobody retains are
+// deleted. An absent image or name is not an error.
+func (s *Store) Remove(ctx context.Context, ref string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	gone, err := s.removeRecord(ref)
+	if err != nil || gone == nil {
+		return err
+	}
+	return s.collectLocked(gone.ChainIDs, gone.Blobs)
+}
+
+// removeRecord updates the index and records; it returns the removed
+// record, or nil when the image stays (or never was).
+func (s *Store) removeRecord(ref string) (*record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, byName, err := s.resolveNameLocked(ref)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remove image %q: %w", ref, err)
+	}
+	if byName != "" {
+		next := r.clone()
+		next.dropName(byName)
+		if len(next.RepoTags) > 0 {
+			if err := s.records.write(next); err != nil {
+				return nil, err
+			}
+			s.images[next.ID] = next
+			delete(s.names, byName)
+			return nil, nil
+		}
+	}
+	if err := s.records.remove(r.ID); err != nil {
+		return nil, err
+	}
+	delete(s.images, r.ID)
+	for _, n := range r.names() {
+		delete(s.names, n)
+	}
+	return r, nil
+}
+
+// collect deletes those of the given snapshots and blobs that no record
+// references and nobody retains.
+func (s *Store) collect(chains, blobs []string) {
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	// Best effort: this runs on failure paths whose error is already
+	// being returned.
+	_ = s.collectLocked(chains, blobs)
+}
+
+// collectLocked is collect with refMu held by the caller.
+func (s *Store) collectLocked(chains, blobs []string) error {
+	usedChains, usedBlobs := map[string]bool{}, map[string]bool{}
+	s.mu.RLock()
+	for _, r := range s.images {
+		for _, c := range r.ChainIDs {
+			usedChains[c] = true
+		}
+		for _, b := range r.Blobs {
+			usedBlobs[b] = true
+		}
+	}
+	s.mu.RUnlock()
+	var errs []error
+	for _, c := range chains {
+		if usedChains[c] || s.retainedChains[c] > 0 {
+			continue
+		}
+		d, err := digest.Parse(c)
+		if err == nil {
+			err = s.snaps.Remove(d)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, b := range blobs {
+		if usedBlobs[b] || s.retainedBlobs[b] > 0 {
+			continue
+		}
+		d, err := digest.Parse(b)
+		if err == nil {
+			err = s.content.Delete(d)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("collect garbage: %w", err)
+	}
+	return nil
+}
+
+// Prune deletes every blob and snapshot that no image references and
+// nobody retains: leftovers of crashed pulls or of images removed while
+// their layers were in use.
+func (s *Store) Prune(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	ids, err := s.snaps.List()
+	if err != nil {
+		return err
+	}
+	chains := make([]string, len(ids))
+	for i, id := range ids {
+		chains[i] = id.String()
+	}
+	var blobs []string
+	if err := s.content.Walk(func(i content.Info) error {
+		blobs = append(blobs, i.Digest.String())
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.collectLocked(chains, blobs)
+}

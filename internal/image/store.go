@@ -1,0 +1,390 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/containerd/errdefs"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
+	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/crib-dev/crib/internal/content"
+	"github.com/crib-dev/crib/internal/snapshot"
+)
+
+// Config configures a Store. Only Root is required.
+type Config struct {
+	// Root holds everything: blobs/, ingest/, snapshots/, images/, tmp/.
+	Root string
+	// Registries holds per-registry settings keyed by registry host as it
+	// appears in image names ("docker.io", "registry.k8s.io",
+	// "127.0.0.1:5000"). A host without an entry is used directly.
+	Registries map[string]Registry
+	// MaxLayerSize caps the uncompressed bytes of one layer; 0 = no limit.
+	MaxLayerSize int64
+	// Platform selects the image from a multi-arch index; the zero value
+	// means runtime.GOOS/runtime.GOARCH.
+	Platform v1.Platform
+}
+
+// Registry holds the settings of one registry host.
+type Registry struct {
+	// Mirrors are endpoints ("http://127.0.0.1:5000", "https://mirror.example")
+	// tried in order before the host itself. An http:// mirror is spoken to
+	// in plain HTTP. Credentials passed to Pull are not sent to mirrors.
+	Mirrors []string
+	// Insecure allows plain HTTP and skips TLS verification for the host.
+	Insecure bool
+}
+
+// Image is what the store knows of one image.
+type Image struct {
+	// ID is "sha256:<hex of the config digest>", the one image id everywhere.
+	ID string
+	// RepoTags are normalized tag references: docker.io/library/busybox:latest.
+	RepoTags []string
+	// RepoDigests are normalized digest references of the manifest (or of
+	// the index, for a multi-arch image) as pulled.
+	RepoDigests []string
+	// Size is the sum of the compressed layer blobs and the config blob, in
+	// bytes, as the manifest states them.
+	Size int64
+	// Config is the image configuration (Config.Env, Cmd, Entrypoint, ...).
+	Config imagespec.Image
+	// ChainIDs are the layers' chain IDs, bottom layer first.
+	ChainIDs []string
+	// Pinned images are exempt from the kubelet's image garbage collection.
+	Pinned bool
+}
+
+// Auth is the credential for one pull, mirroring CRI's AuthConfig. The zero
+// value means anonymous.
+type Auth struct {
+	Username      string
+	Password      string
+	Auth          string
+	IdentityToken string
+	RegistryToken string
+}
+
+// FsUsage is the disk use of the image filesystem.
+type FsUsage struct {
+	Mountpoint string // the store's root directory
+	UsedBytes  uint64
+	InodesUsed uint64
+}
+
+// Store is the image store. It is safe for concurrent use.
+type Store struct {
+	cfg      Config
+	content  *content.Store
+	snaps    *snapshot.Store
+	records  recordDir
+	tmpDir   string
+	platform v1.Platform
+
+	// mu guards the in-memory index; held only briefly, never during
+	// downloads or unpacking. Lock order: refMu before mu.
+	mu     sync.RWMutex
+	images map[string]*record // by ID
+	names  map[string]string  // normalized tag/digest reference -> ID
+
+	// refMu guards retained references and serialises deletion of blobs
+	// and snapshots against pulls that are about to rely on them.
+	refMu          sync.Mutex
+	retainedChains map[string]int
+	retainedBlobs  map[string]int
+
+	pulls keyedMutex
+}
+
+// Open opens (or creates) the store under cfg.Root, loads every image
+// record and removes leftovers of interrupted work.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Root == "" {
+		return nil, fmt.Errorf("open image store: root not set: %w", errdefs.ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg:            cfg,
+		records:        recordDir(filepath.Join(cfg.Root, "images")),
+		tmpDir:         filepath.Join(cfg.Root, "tmp"),
+		platform:       cfg.Platform,
+		images:         map[string]*record{},
+		names:          map[string]string{},
+		retainedChains: map[string]int{},
+		retainedBlobs:  map[string]int{},
+	}
+	if s.platform.OS == "" {
+		s.platform.OS = runtime.GOOS
+	}
+	if s.platform.Architecture == "" {
+		s.platform.Architecture = runtime.GOARCH
+	}
+	var err error
+	if s.content, err = content.Open(cfg.Root); err != nil {
+		return nil, fmt.Errorf("open image store: %w", err)
+	}
+	if s.snaps, err = snapshot.Open(cfg.Root, snapshot.Options{MaxLayerSize: cfg.MaxLayerSize}); err != nil {
+		return nil, fmt.Errorf("open image store: %w", err)
+	}
+	if err := os.RemoveAll(s.tmpDir); err != nil {
+		return nil, fmt.Errorf("open image store: clean tmp: %w", err)
+	}
+	if err := os.MkdirAll(s.tmpDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open image store: %w", err)
+	}
+	recs, err := s.records.load()
+	if err != nil {
+		return nil, fmt.Errorf("open image store: %w", err)
+	}
+	for _, r := range recs {
+		s.images[r.ID] = r
+		for _, n := range r.names() {
+			// A crash during a tag move can leave a name on two records;
+			// the first (by file name) keeps it.
+			if _, taken := s.names[n]; taken {
+				r.dropName(n)
+				continue
+			}
+			s.names[n] = r.ID
+		}
+	}
+	return s, nil
+}
+
+// List returns every image, sorted by ID. It does no I/O.
+func (s *Store) List() []Image {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Image, 0, len(s.images))
+	for _, r := range s.images {
+		out = append(out, r.image())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Resolve finds an image by full ID ("sha256:<hex>"), bare hex ID, unique ID
+// prefix of at least 12 hex digits (with or without "sha256:"), tag or digest
+// reference, or short name ("busybox", "busybox:1.36", "foo/bar"). A missing
+// image is errdefs.ErrNotFound. It does no I/O.
+func (s *Store) Resolve(ref string) (Image, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, err := s.resolveLocked(ref)
+	if err != nil {
+		return Image{}, err
+	}
+	return r.image(), nil
+}
+
+// resolveLocked returns the record ref names, and the normalized name it
+// was found by ("" when found by ID).
+func (s *Store) resolveLocked(ref string) (*record, error) {
+	r, _, err := s.resolveNameLocked(ref)
+	return r, err
+}
+
+func (s *Store) resolveNameLocked(ref string) (*record, string, error) {
+	if hex, ok := idHex(ref); ok && (len(hex) >= 12 || strings.HasPrefix(ref, "sha256:")) {
+		if r, ok := s.images["sha256:"+hex]; ok {
+			return r, "", nil
+		}
+		var found *record
+		for id, r := range s.images {
+			if len(hex) >= 12 && strings.HasPrefix(id, "sha256:"+hex) {
+				if found != nil {
+					return nil, "", fmt.Errorf("image id prefix %q is ambiguous: %w", ref, errdefs.ErrInvalidArgument)
+				}
+				found = r
+			}
+		}
+		if found != nil {
+			return found, "", nil
+		}
+		if strings.HasPrefix(ref, "sha256:") {
+			return nil, "", fmt.Errorf("image %q: %w", ref, errdefs.ErrNotFound)
+		}
+	}
+	n, err := Normalize(ref)
+	if err != nil {
+		return nil, "", err
+	}
+	if id, ok := s.names[n]; ok {
+		return s.images[id], n, nil
+	}
+	return nil, "", fmt.Errorf("image %q: %w", ref, errdefs.ErrNotFound)
+}
+
+// LowerDirs returns the overlay lowerdir list of img, top-most layer first.
+// It reads only the snapshot completion files.
+func (s *Store) LowerDirs(img Image) ([]string, error) {
+	ids, err := toDigests(img.ChainIDs)
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := s.snaps.LowerDirs(ids)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", img.ID, err)
+	}
+	return dirs, nil
+}
+
+// SetPinned marks the image ref names as pinned or not.
+func (s *Store) SetPinned(ref string, pinned bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.resolveLocked(ref)
+	if err != nil {
+		return err
+	}
+	if r.Pinned == pinned {
+		return nil
+	}
+	next := r.clone()
+	next.Pinned = pinned
+	if err := s.records.write(next); err != nil {
+		return err
+	}
+	s.images[next.ID] = next
+	return nil
+}
+
+// Retain marks chain IDs as in use (by a container): while retained they
+// are not deleted even if no image references them any more. Calls nest:
+// each Retain needs one Release.
+func (s *Store) Retain(chainIDs []string) {
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	for _, id := range chainIDs {
+		s.retainedChains[id]++
+	}
+}
+
+// Release undoes one Retain of the chain IDs. Snapshots released this way
+// are not deleted immediately; the next Remove or Prune that finds them
+// unreferenced does.
+func (s *Store) Release(chainIDs []string) {
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	release(s.retainedChains, chainIDs)
+}
+
+func release(m map[string]int, keys []string) {
+	for _, k := range keys {
+		if m[k] <= 1 {
+			delete(m, k)
+		} else {
+			m[k]--
+		}
+	}
+}
+
+// FsInfo reports the disk blocks and distinct inodes used under the root.
+func (s *Store) FsInfo() (FsUsage, error) {
+	u := FsUsage{Mountpoint: s.cfg.Root}
+	type key struct{ dev, ino uint64 }
+	seen := map[key]struct{}{}
+	err := filepath.WalkDir(s.cfg.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		k := key{uint64(st.Dev), st.Ino}
+		if _, dup := seen[k]; dup {
+			return nil
+		}
+		seen[k] = struct{}{}
+		u.InodesUsed++
+		u.UsedBytes += uint64(st.Blocks) * 512
+		return nil
+	})
+	if err != nil {
+		return FsUsage{}, fmt.Errorf("measure image fs usage: %w", err)
+	}
+	return u, nil
+}
+
+func toDigests(ids []string) ([]digest.Digest, error) {
+	out := make([]digest.Digest, len(ids))
+	for i, id := range ids {
+		d, err := digest.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("parse digest %q: %v: %w", id, err, errdefs.ErrInvalidArgument)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// keyedMutex serialises work per key (a normalized reference).
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lock takes the lock for key, waiting for ctx; it returns the unlock func.
+func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	done := func() {
+		k.mu.Lock()
+		l.users--
+		if l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+	got := make(chan struct{})
+	go func() {
+		l.mu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return func() { l.mu.Unlock(); done() }, nil
+	case <-ctx.Done():
+		go func() { <-got; l.mu.Unlock(); done() }()
+		return nil, ctx.Err()
+	}
+}
