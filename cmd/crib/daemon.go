@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/crib-dev/crib/internal/config"
+	"github.com/crib-dev/crib/internal/daemon"
+)
+
+func version() string { return daemon.Version }
+
+// loadConfig reads the configuration file and applies the flags that were
+// set on top of it.
+func loadConfig(fs *flag.FlagSet, path string, overrides map[string]*string) (config.Config, error) {
+	cfg, err := config.Load(path, path == config.DefaultPath)
+	if err != nil {
+		return cfg, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range overrides {
+		if !set[name] {
+			continue
+		}
+		switch name {
+		case "root":
+			cfg.Root = *v
+		case "state":
+			cfg.State = *v
+		case "socket":
+			cfg.Socket = *v
+		case "log-level":
+			cfg.LogLevel = *v
+		}
+	}
+	// A socket not named anywhere follows the state dir, so that one flag
+	// moves a whole test daemon.
+	if !set["socket"] && cfg.Socket == config.Default().Socket && cfg.State != config.Default().State {
+		cfg.Socket = cfg.State + "/crib.sock"
+	}
+	return cfg, cfg.Validate()
+}
+
+func daemonCmd(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crib daemon", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", config.DefaultPath, "configuration file")
+	overrides := map[string]*string{
+		"root":      fs.String("root", "", "persistent state directory (default /var/lib/crib)"),
+		"state":     fs.String("state", "", "runtime state directory (default /run/crib)"),
+		"socket":    fs.String("socket", "", "CRI socket (default /run/crib/crib.sock)"),
+		"log-level": fs.String("log-level", "", "debug, info, warn or error"),
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(fs, *cfgPath, overrides)
+	if err != nil {
+		fmt.Fprintf(stderr, "crib daemon: %v\n", err)
+		return 1
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "crib daemon: find own binary: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := daemon.New(cfg, self, log).Run(ctx); err != nil {
+		log.Error("crib daemon stopped", "err", err)
+		return 1
+	}
+	return 0
+}

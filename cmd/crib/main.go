@@ -1,0 +1,53 @@
+// Command crib is a Kubernetes node runtime: a CRI runtime daemon, and the
+// tools around it. Hidden subcommands are crib re-executing itself: the
+// container monitor and the pod's pause process.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `crib: a Kubernetes node runtime
+
+Usage:
+  crib daemon [flags]        serve the CRI on a unix socket
+  crib image load FILE       load an OCI layout or docker-archive tarball into the image store
+  crib config default        print the default configuration
+  crib version               print the version
+
+Run "crib COMMAND -h" for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "daemon":
+		return daemonCmd(args[1:], stderr)
+	case "image":
+		return imageCmd(args[1:], stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "crib", version())
+		return 0
+	case "monitor":
+		return monitorMain(args[1:])
+	case "pause":
+		return pauseMain()
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "crib: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

@@ -1,0 +1,233 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/reserve"
+	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/state"
+)
+
+const (
+	recordKind    = "containers"
+	recordVersion = 1
+)
+
+// Container is one CRI container. Values handed out by the Manager are
+// copies; Config must not be modified.
+type Container struct {
+	ID        string
+	SandboxID string
+	Config    *runtimeapi.ContainerConfig
+	// ImageID is the image's id ("sha256:..."); ImageRef is the reference
+	// the kubelet reports (a repo digest when there is one, else the id).
+	ImageID  string
+	ImageRef string
+	// ChainIDs are the image layers the rootfs stands on, retained in the
+	// image store while the container exists.
+	ChainIDs []string
+	// RuntimeHandler is the sandbox's OCI runtime.
+	RuntimeHandler string
+	State          State
+	CreatedAt      time.Time
+	StartedAt      time.Time
+	FinishedAt     time.Time
+	ExitCode       int32
+	Reason         string
+	Message        string
+	// Pid is the container's init on the host while it runs.
+	Pid int
+	// LogPath is the CRI log file (LogDirectory + LogPath), or "".
+	LogPath string
+	// StopSignal is the image's STOPSIGNAL, used when the CRI config names
+	// none.
+	StopSignal string
+}
+
+// record is the on-disk form of a Container.
+type record struct {
+	Container
+	Config []byte // protobuf of ContainerConfig
+}
+
+// Images is what the Manager needs of the image store.
+type Images interface {
+	Resolve(ref string) (image.Image, error)
+	LowerDirs(img image.Image) ([]string, error)
+	Retain(chainIDs []string)
+	Release(chainIDs []string)
+}
+
+// Sandboxes is what the Manager needs of the sandbox manager.
+type Sandboxes interface {
+	Get(id string) (sandbox.Sandbox, error)
+}
+
+// Config is the Manager's configuration.
+type Config struct {
+	// BundleDir holds one OCI bundle (config.json, rootfs, overlay upper and
+	// work dirs) per container; it survives reboots.
+	BundleDir string
+	// StateDir holds per-container runtime files: the monitor's socket, pid
+	// file, log and the exit record.
+	StateDir string
+	// Self is the crib binary, run as `crib monitor`.
+	Self string
+	// Runtimes are the OCI runtimes by handler; "" is the default.
+	Runtimes map[string]*ociruntime.Runtime
+	// CgroupDriver is "cgroupfs" or "systemd"; CgroupV2 is set on a
+	// unified-hierarchy host.
+	CgroupDriver string
+	CgroupV2     bool
+	// OOMScoreAdjMin is the lowest oom_score_adj crib may give a container.
+	OOMScoreAdjMin int
+	// HostCaps bounds the capabilities containers may get.
+	HostCaps ocispec.HostCaps
+	// RecursiveReadOnly says "rro" mounts work here.
+	RecursiveReadOnly bool
+}
+
+// Manager runs the containers of one daemon.
+type Manager struct {
+	cfg       Config
+	db        *state.DB
+	log       *slog.Logger
+	images    Images
+	sandboxes Sandboxes
+	names     *reserve.Names
+
+	mu   sync.RWMutex
+	byID map[string]*entry
+}
+
+// entry is a container in memory with what waits on it.
+type entry struct {
+	c Container
+	// exited is closed once the container's exit is recorded.
+	exited chan struct{}
+	// op serialises Start, Stop and Remove of this container.
+	op sync.Mutex
+}
+
+// New returns a Manager; it does no I/O until Restore.
+func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog.Logger) *Manager {
+	return &Manager{
+		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
+		names: reserve.New(), byID: map[string]*entry{},
+	}
+}
+
+func nameKey(sandboxID string, md *runtimeapi.ContainerMetadata) string {
+	return fmt.Sprintf("%s_%s_%d", sandboxID, md.GetName(), md.GetAttempt())
+}
+
+func (m *Manager) bundle(id string) string   { return filepath.Join(m.cfg.BundleDir, id) }
+func (m *Manager) stateDir(id string) string { return filepath.Join(m.cfg.StateDir, id) }
+func (m *Manager) exitFile(id string) string { return filepath.Join(m.stateDir(id), "exit.json") }
+func (m *Manager) socket(id string) string   { return filepath.Join(m.stateDir(id), "monitor.sock") }
+
+func (m *Manager) runtime(handler string) (*ociruntime.Runtime, error) {
+	r, ok := m.cfg.Runtimes[handler]
+	if !ok {
+		return nil, fmt.Errorf("runtime handler %q is not configured: %w", handler, errdefs.ErrNotFound)
+	}
+	return r, nil
+}
+
+func (m *Manager) save(c *Container) error {
+	cfg, err := proto.Marshal(c.Config)
+	if err != nil {
+		return fmt.Errorf("encode container %s config: %w", c.ID, err)
+	}
+	return m.db.Put(recordKind, c.ID, recordVersion, record{Container: *c, Config: cfg})
+}
+
+// Get returns the container with id, or a unique id prefix.
+func (m *Manager) Get(id string) (Container, error) {
+	e, err := m.entry(id)
+	if err != nil {
+		return Container{}, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return e.c, nil
+}
+
+func (m *Manager) entry(id string) (*entry, error) {
+	if id == "" {
+		return nil, fmt.Errorf("container id is empty: %w", errdefs.ErrInvalidArgument)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if e, ok := m.byID[id]; ok {
+		return e, nil
+	}
+	var match *entry
+	for full, e := range m.byID {
+		if strings.HasPrefix(full, id) {
+			if match != nil {
+				return nil, fmt.Errorf("container id prefix %q is ambiguous: %w", id, errdefs.ErrInvalidArgument)
+			}
+			match = e
+		}
+	}
+	if match == nil {
+		return nil, fmt.Errorf("container %s: %w", id, errdefs.ErrNotFound)
+	}
+	return match, nil
+}
+
+// List returns every container, oldest first.
+func (m *Manager) List() []Container {
+	m.mu.RLock()
+	out := make([]Container, 0, len(m.byID))
+	for _, e := range m.byID {
+		out = append(out, e.c)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out
+}
+
+// update applies fn to the container's record under the lock, checks the
+// state transition if fn changes the state, and persists the result.
+func (m *Manager) update(e *entry, fn func(c *Container)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := e.c
+	fn(&next)
+	if next.State != e.c.State {
+		if err := e.c.State.to(next.State); err != nil {
+			return fmt.Errorf("container %s: %w", e.c.ID, err)
+		}
+	}
+	if err := m.save(&next); err != nil {
+		return err
+	}
+	e.c = next
+	return nil
+}
+
+// waitExited waits until the container has exited or ctx is done.
+func waitExited(ctx context.Context, e *entry) bool {
+	select {
+	case <-e.exited:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

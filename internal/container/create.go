@@ -1,0 +1,251 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/undo"
+)
+
+// Create makes a container in a ready sandbox and returns its id. The
+// container is created by the OCI runtime, under its monitor, but not
+// started. A kubelet retry of a Create that timed out gets the first
+// attempt's container.
+func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig) (string, error) {
+	if err := validate(cfg); err != nil {
+		return "", err
+	}
+	sb, err := m.sandboxes.Get(sandboxID)
+	if err != nil {
+		return "", err
+	}
+	if sb.State != sandbox.Ready {
+		return "", fmt.Errorf("sandbox %s is %s, not ready: %w", sb.ID, sb.State, errdefs.ErrFailedPrecondition)
+	}
+	logFile, err := logPath(sb.Config.GetLogDirectory(), cfg.GetLogPath())
+	if err != nil {
+		return "", err
+	}
+	img, err := m.images.Resolve(cfg.GetImage().GetImage())
+	if err != nil {
+		return "", fmt.Errorf("resolve image %q: %w", cfg.GetImage().GetImage(), err)
+	}
+	id := sandbox.NewID()
+	return m.names.Create(ctx, nameKey(sb.ID, cfg.GetMetadata()), id, func(ctx context.Context) error {
+		return m.create(ctx, id, sb, cfg, img, logFile)
+	})
+}
+
+func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, logFile string) (err error) {
+	rt, err := m.runtime(sb.RuntimeHandler)
+	if err != nil {
+		return err
+	}
+	c := &Container{
+		ID:             id,
+		SandboxID:      sb.ID,
+		Config:         cfg,
+		ImageID:        img.ID,
+		ImageRef:       imageRef(img),
+		ChainIDs:       img.ChainIDs,
+		RuntimeHandler: sb.RuntimeHandler,
+		State:          Creating,
+		CreatedAt:      time.Now(),
+		LogPath:        logFile,
+		StopSignal:     img.Config.Config.StopSignal,
+	}
+	var rollback undo.Stack
+	defer func() {
+		if err != nil {
+			rollback.Run(ctx, m.log)
+		}
+	}()
+	if err := m.save(c); err != nil {
+		return err
+	}
+	rollback.Push("container record", func(context.Context) error { return m.db.Delete(recordKind, id) })
+	rollback.Push("container files", func(ctx context.Context) error { return m.teardown(ctx, c) })
+
+	rootfs, err := m.mountRootfs(id, img)
+	if err != nil {
+		return err
+	}
+	ns, err := m.namespaces(sb, cfg)
+	if err != nil {
+		return err
+	}
+	spec, err := ocispec.Build(ocispec.Input{
+		ID:         id,
+		SandboxID:  sb.ID,
+		Container:  cfg,
+		Sandbox:    sb.Config,
+		Image:      img.Config.Config,
+		RootfsPath: rootfs,
+		Namespaces: ns,
+		Files: ocispec.SandboxFiles{
+			HostnamePath: sb.HostnamePath(),
+			ResolvPath:   sb.ResolvPath(),
+			HostsPath:    sb.HostsPath(),
+			ShmPath:      sb.ShmPath,
+		},
+		CgroupsPath:                m.cgroupsPath(sb, id),
+		CgroupV2:                   m.cfg.CgroupV2,
+		OOMScoreAdjMin:             m.cfg.OOMScoreAdjMin,
+		HostCaps:                   m.cfg.HostCaps,
+		RecursiveReadOnlySupported: m.cfg.RecursiveReadOnly,
+	})
+	if err != nil {
+		return fmt.Errorf("build OCI spec: %w", err)
+	}
+	spec.Root.Path = rootfs
+	if err := writeSpec(m.bundle(id), spec); err != nil {
+		return err
+	}
+	if logFile != "" {
+		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+			return fmt.Errorf("create log dir: %w", err)
+		}
+	}
+	if err := os.MkdirAll(m.stateDir(id), 0o700); err != nil {
+		return fmt.Errorf("create container state dir: %w", err)
+	}
+	h, err := monitor.Start(ctx, monitor.StartConfig{
+		ID:            id,
+		Bundle:        m.bundle(id),
+		RuntimeBinary: rt.Binary,
+		RuntimeRoot:   rt.Root,
+		SystemdCgroup: rt.SystemdCgroup,
+		LogPath:       logFile,
+		ExitFile:      m.exitFile(id),
+		Socket:        m.socket(id),
+		PidFile:       filepath.Join(m.stateDir(id), "pid"),
+		MonitorLog:    filepath.Join(m.stateDir(id), "monitor.log"),
+		Stdin:         cfg.GetStdin(),
+		StdinOnce:     cfg.GetStdinOnce(),
+		Terminal:      cfg.GetTty(),
+		SelfExe:       m.cfg.Self,
+	})
+	if err != nil {
+		return fmt.Errorf("create container: %w", err)
+	}
+	c.Pid = h.ContainerPid
+	c.State = Created
+	if err := m.save(c); err != nil {
+		return err
+	}
+	m.images.Retain(c.ChainIDs)
+	e := &entry{c: *c, exited: make(chan struct{})}
+	m.mu.Lock()
+	m.byID[id] = e
+	m.mu.Unlock()
+	go m.watch(e)
+	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())
+	return nil
+}
+
+// imageRef is the reference the kubelet shows for the image: its first repo
+// digest, else its id.
+func imageRef(img image.Image) string {
+	if len(img.RepoDigests) > 0 {
+		return img.RepoDigests[0]
+	}
+	return img.ID
+}
+
+// mountRootfs mounts the container's overlay rootfs: the image's layers
+// read-only under a writable upper dir in the bundle.
+func (m *Manager) mountRootfs(id string, img image.Image) (string, error) {
+	lower, err := m.images.LowerDirs(img)
+	if err != nil {
+		return "", fmt.Errorf("prepare rootfs: %w", err)
+	}
+	b := m.bundle(id)
+	rootfs, upper, work := filepath.Join(b, "rootfs"), filepath.Join(b, "fs"), filepath.Join(b, "work")
+	for _, d := range []string{rootfs, upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("prepare rootfs: %w", err)
+		}
+	}
+	if len(lower) == 0 {
+		// overlayfs needs a lower layer; an image without layers gets an
+		// empty one.
+		empty := filepath.Join(b, "empty")
+		if err := os.MkdirAll(empty, 0o755); err != nil {
+			return "", fmt.Errorf("prepare rootfs: %w", err)
+		}
+		lower = []string{empty}
+	}
+	ov := mount.Mount{Type: "overlay", Source: "overlay", Options: []string{
+		"lowerdir=" + strings.Join(lower, ":"), "upperdir=" + upper, "workdir=" + work,
+	}}
+	if err := ov.Mount(rootfs); err != nil {
+		return "", fmt.Errorf("mount rootfs: %w", err)
+	}
+	return rootfs, nil
+}
+
+func writeSpec(bundle string, spec any) error {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("encode OCI spec: %w", err)
+	}
+	tmp := filepath.Join(bundle, "config.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write OCI spec: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(bundle, "config.json")); err != nil {
+		return fmt.Errorf("write OCI spec: %w", err)
+	}
+	return nil
+}
+
+// namespaces are the sandbox namespaces the container joins.
+func (m *Manager) namespaces(sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig) (ocispec.Namespaces, error) {
+	podNS := sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	ns := ocispec.Namespaces{
+		NetNS:       sb.NetNS,
+		IPCNS:       sb.IPCNS,
+		UTSNS:       sb.UTSNS,
+		HostNetwork: podNS.GetNetwork() == runtimeapi.NamespaceMode_NODE,
+		HostIPC:     podNS.GetIpc() == runtimeapi.NamespaceMode_NODE,
+	}
+	ctrNS := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	switch ctrNS.GetPid() {
+	case runtimeapi.NamespaceMode_NODE:
+		ns.HostPID = true
+	case runtimeapi.NamespaceMode_POD:
+		ns.PIDNS = sb.PIDNS()
+	case runtimeapi.NamespaceMode_TARGET:
+		t, err := m.Get(ctrNS.GetTargetId())
+		if err != nil {
+			return ns, fmt.Errorf("config.linux.security_context.namespace_options.target_id: %w", err)
+		}
+		if t.State != Running || t.Pid == 0 {
+			return ns, fmt.Errorf("config.linux.security_context.namespace_options.target_id: container %s is %s, not running: %w",
+				t.ID, t.State, errdefs.ErrFailedPrecondition)
+		}
+		ns.PIDNS = fmt.Sprintf("/proc/%d/ns/pid", t.Pid)
+	}
+	return ns, nil
+}
+
+// cgroupsPath is the container's cgroup under its pod's.
+func (m *Manager) cgroupsPath(sb sandbox.Sandbox, id string) string {
+	if m.cfg.CgroupDriver == "systemd" {
+		return sb.CgroupParent + ":crib:" + id
+	}
+	return filepath.Join(sb.CgroupParent, id)
+}

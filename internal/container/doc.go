@@ -1,0 +1,14 @@
+// Package container owns the lifecycle of CRI containers: their records,
+// overlay rootfs, OCI bundle, monitor process and exit status.
+//
+// A container is created under a monitor (package monitor) that runs the
+// OCI runtime's create, holds the container's stdio, writes its CRI log and
+// records its exit; the daemon only watches the monitor. Status and List
+// answer from memory and never ask runc or a monitor, so a hung container
+// cannot slow them.
+//
+// Invariants: a record reaches the in-memory index only after it is on disk;
+// a record found on restore in state Creating is a creation the daemon died
+// in and is rolled back; a container whose monitor and exit record are both
+// gone after a restart is Unknown, and can still be stopped and removed.
+package container

@@ -1,0 +1,138 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/ocispec"
+)
+
+// ExecResult is the outcome of ExecSync.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
+// running returns the entry of a running container.
+func (m *Manager) running(id string) (*entry, Container, error) {
+	e, err := m.entry(id)
+	if err != nil {
+		return nil, Container{}, err
+	}
+	c, _ := m.Get(e.c.ID)
+	if c.State != Running {
+		return nil, c, fmt.Errorf("container %s is %s, not running: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
+	}
+	return e, c, nil
+}
+
+// ExecSync runs cmd in a running container and returns its output, each
+// stream capped at ociruntime.DefaultExecOutputCap. A timeout of zero means
+// none; when it fires the process is killed and the error wraps
+// context.DeadlineExceeded.
+func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error) {
+	if len(cmd) == 0 {
+		return ExecResult{}, fmt.Errorf("cmd is empty: %w", errdefs.ErrInvalidArgument)
+	}
+	_, c, err := m.running(id)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	spec, err := m.readSpec(c.ID)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	rt, err := m.runtime(c.RuntimeHandler)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	stdout := &ociruntime.CappedBuffer{Cap: ociruntime.DefaultExecOutputCap}
+	stderr := &ociruntime.CappedBuffer{Cap: ociruntime.DefaultExecOutputCap}
+	code, err := rt.Exec(ctx, c.ID, ocispec.BuildExecProcess(spec, cmd, false), ociruntime.ExecIO{
+		Stdin: bytes.NewReader(nil), Stdout: stdout, Stderr: stderr,
+	})
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("exec in container %s: %w", c.ID, err)
+	}
+	return ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(code)}, nil
+}
+
+func (m *Manager) readSpec(id string) (*specs.Spec, error) {
+	data, err := os.ReadFile(filepath.Join(m.bundle(id), "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read OCI spec of %s: %w", id, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("decode OCI spec of %s: %w", id, err)
+	}
+	return &spec, nil
+}
+
+// UpdateResources changes the resources of a created or running container
+// and records them, so that status shows the new values.
+func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
+	e, err := m.entry(id)
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	c, _ := m.Get(e.c.ID)
+	if c.State != Running && c.State != Created {
+		return fmt.Errorf("update container %s: state is %s: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
+	}
+	rt, err := m.runtime(c.RuntimeHandler)
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return nil
+	}
+	oci := ocispec.UpdateResources(res)
+	if err := rt.Update(ctx, c.ID, oci); err != nil {
+		return fmt.Errorf("update container %s: %w", c.ID, err)
+	}
+	return m.update(e, func(c *Container) {
+		cfg := proto.Clone(c.Config).(*runtimeapi.ContainerConfig)
+		if cfg.Linux == nil {
+			cfg.Linux = &runtimeapi.LinuxContainerConfig{}
+		}
+		cfg.Linux.Resources = res
+		c.Config = cfg
+	})
+}
+
+// ReopenLog makes the container's monitor reopen its log file, after the
+// kubelet renamed it for rotation.
+func (m *Manager) ReopenLog(ctx context.Context, id string) error {
+	_, c, err := m.running(id)
+	if err != nil {
+		return err
+	}
+	client, err := monitor.Dial(ctx, m.socket(c.ID))
+	if err != nil {
+		return fmt.Errorf("reopen log of %s: %w", c.ID, err)
+	}
+	if err := client.ReopenLog(ctx); err != nil {
+		return fmt.Errorf("reopen log of %s: %w", c.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/sandbox"
+)
+
+// Start starts a created container.
+func (m *Manager) Start(ctx context.Context, id string) error {
+	e, err := m.entry(id)
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	c, _ := m.Get(e.c.ID)
+	if c.State != Created {
+		return fmt.Errorf("start container %s: state is %s, not created: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
+	}
+	if sb, err := m.sandboxes.Get(c.SandboxID); err != nil || sb.State != sandbox.Ready {
+		return fmt.Errorf("start container %s: sandbox %s is not ready: %w", c.ID, c.SandboxID, errdefs.ErrFailedPrecondition)
+	}
+	rt, err := m.runtime(c.RuntimeHandler)
+	if err != nil {
+		return err
+	}
+	if err := rt.Start(ctx, c.ID); err != nil {
+		return fmt.Errorf("start container %s: %w", c.ID, err)
+	}
+	err = m.update(e, func(c *Container) {
+		// The container may already have exited and been recorded by
+		// its watcher; then only the start time is new.
+		if c.State == Created {
+			c.State = Running
+		}
+		c.StartedAt = time.Now()
+	})
+	if err != nil {
+		return err
+	}
+	m.log.Info("container started", "container", c.ID)
+	return nil
+}
+
+// watch waits for the container's exit through its monitor and records it.
+// After a restart it is also how a live container is adopted.
+func (m *Manager) watch(e *entry) {
+	id := e.c.ID
+	exit, err := m.waitMonitor(id)
+	if err != nil {
+		if errdefs.IsUnavailable(err) {
+			m.log.Warn("container monitor gone without an exit record", "container", id, "err", err)
+			m.markUnknown(e, err)
+			return
+		}
+		m.log.Error("watch container", "container", id, "err", err)
+		m.markUnknown(e, err)
+		return
+	}
+	m.recordExit(e, exit)
+}
+
+// waitMonitor blocks until the monitor reports the exit, or reads the exit
+// record when the monitor is already gone.
+func (m *Manager) waitMonitor(id string) (monitor.Exit, error) {
+	if exit, ok, err := monitor.ReadExit(m.exitFile(id)); err != nil || ok {
+		return exit, err
+	}
+	return monitor.WaitExit(context.Background(), m.socket(id), m.exitFile(id))
+}
+
+func (m *Manager) recordExit(e *entry, exit monitor.Exit) {
+	err := m.update(e, func(c *Container) {
+		c.State = Exited
+		c.FinishedAt = exit.ExitedAt
+		c.ExitCode = int32(exit.ExitCode)
+		c.Pid = 0
+		switch {
+		case exit.OOMKilled:
+			c.Reason = "OOMKilled"
+		case exit.ExitCode == 0:
+			c.Reason = "Completed"
+		default:
+			c.Reason = "Error"
+		}
+	})
+	if err != nil {
+		m.log.Error("record container exit", "container", e.c.ID, "err", err)
+	}
+	close(e.exited)
+	m.log.Info("container exited", "container", e.c.ID, "exit_code", exit.ExitCode)
+}
+
+func (m *Manager) markUnknown(e *entry, cause error) {
+	err := m.update(e, func(c *Container) {
+		c.State = Unknown
+		c.Reason = "Unknown"
+		c.Message = cause.Error()
+	})
+	if err != nil {
+		m.log.Error("mark container unknown", "container", e.c.ID, "err", err)
+	}
+	close(e.exited)
+}

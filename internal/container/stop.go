@@ -1,0 +1,170 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/mount"
+)
+
+// killWait bounds how long Stop waits for a SIGKILLed container to go.
+const killWait = 10 * time.Second
+
+// Stop stops a container: its stop signal, then SIGKILL after timeout. A
+// container that is not running, or unknown, is fine.
+func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) error {
+	e, err := m.entry(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	return m.stop(ctx, e, timeout)
+}
+
+func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) error {
+	c, _ := m.Get(e.c.ID)
+	rt, err := m.runtime(c.RuntimeHandler)
+	if err != nil {
+		return err
+	}
+	switch c.State {
+	case Exited:
+		return nil
+	case Unknown:
+		// Nothing is known: make sure no process of it is left.
+		if err := rt.Kill(ctx, c.ID, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("stop container %s: %w", c.ID, err)
+		}
+		return m.update(e, func(c *Container) {
+			c.State = Exited
+			c.FinishedAt = time.Now()
+			c.ExitCode = 137
+		})
+	}
+	if c.State == Running && timeout > 0 {
+		sig := m.stopSignal(c)
+		if err := rt.Kill(ctx, c.ID, sig, false); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("stop container %s: signal %v: %w", c.ID, sig, err)
+		}
+		graceCtx, cancel := context.WithTimeout(ctx, timeout)
+		exited := waitExited(graceCtx, e)
+		cancel()
+		if exited {
+			m.log.Info("container stopped", "container", c.ID)
+			return nil
+		}
+	}
+	if err := rt.Kill(ctx, c.ID, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("stop container %s: SIGKILL: %w", c.ID, err)
+	}
+	killCtx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	if !waitExited(killCtx, e) {
+		return fmt.Errorf("stop container %s: still running %s after SIGKILL: %w", c.ID, killWait, context.DeadlineExceeded)
+	}
+	m.log.Info("container killed", "container", c.ID)
+	return nil
+}
+
+// stopSignal is the CRI config's stop signal, else the image's, else
+// SIGTERM.
+func (m *Manager) stopSignal(c Container) syscall.Signal {
+	if s := c.Config.GetStopSignal(); s != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		if sig := unix.SignalNum(strings.TrimPrefix(s.String(), "SIGNAL_")); sig != 0 {
+			return sig
+		}
+	}
+	if c.StopSignal != "" {
+		if sig, err := parseSignal(c.StopSignal); err == nil {
+			return sig
+		}
+		m.log.Warn("ignore unknown image stop signal", "container", c.ID, "signal", c.StopSignal)
+	}
+	return syscall.SIGTERM
+}
+
+// parseSignal reads a STOPSIGNAL value: "SIGQUIT", "QUIT" or "3".
+func parseSignal(s string) (syscall.Signal, error) {
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err == nil && fmt.Sprint(n) == s {
+		return syscall.Signal(n), nil
+	}
+	if sig := unix.SignalNum(s); sig != 0 {
+		return sig, nil
+	}
+	if sig := unix.SignalNum("SIG" + s); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q", s)
+}
+
+// Remove stops a container if needed and deletes it with its rootfs,
+// bundle, runtime files and log. Removing an unknown container succeeds.
+func (m *Manager) Remove(ctx context.Context, id string) error {
+	e, err := m.entry(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if err := m.stop(ctx, e, 0); err != nil {
+		return fmt.Errorf("remove container %s: %w", e.c.ID, err)
+	}
+	c, _ := m.Get(e.c.ID)
+	if err := m.teardown(ctx, &c); err != nil {
+		return fmt.Errorf("remove container %s: %w", c.ID, err)
+	}
+	if c.LogPath != "" {
+		if err := os.Remove(c.LogPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.log.Warn("remove container log", "container", c.ID, "err", err)
+		}
+	}
+	if err := m.db.Delete(recordKind, c.ID); err != nil {
+		return err
+	}
+	m.images.Release(c.ChainIDs)
+	m.mu.Lock()
+	delete(m.byID, c.ID)
+	m.mu.Unlock()
+	m.names.Release(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
+	m.log.Info("container removed", "container", c.ID)
+	return nil
+}
+
+// teardown deletes the runtime's container and every file and mount of c,
+// whatever state it got to.
+func (m *Manager) teardown(ctx context.Context, c *Container) error {
+	var errs []error
+	if rt, err := m.runtime(c.RuntimeHandler); err == nil {
+		if err := rt.Delete(ctx, c.ID, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b := m.bundle(c.ID)
+	if err := mount.UnmountUnder(b); err != nil {
+		errs = append(errs, err)
+	}
+	for _, dir := range []string{b, m.stateDir(c.ID)} {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Base(filepath.Dir(dir)), err))
+		}
+	}
+	return errors.Join(errs...)
+}

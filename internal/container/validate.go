@@ -1,0 +1,50 @@
+package container
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// validate checks what CreateContainer needs of its config and names the
+// offending field.
+func validate(cfg *runtimeapi.ContainerConfig) error {
+	switch {
+	case cfg == nil:
+		return fmt.Errorf("config is missing: %w", errdefs.ErrInvalidArgument)
+	case cfg.GetMetadata() == nil:
+		return fmt.Errorf("config.metadata is missing: %w", errdefs.ErrInvalidArgument)
+	case cfg.GetMetadata().GetName() == "":
+		return fmt.Errorf("config.metadata.name is empty: %w", errdefs.ErrInvalidArgument)
+	case cfg.GetImage().GetImage() == "":
+		return fmt.Errorf("config.image.image is empty: %w", errdefs.ErrInvalidArgument)
+	}
+	for i, m := range cfg.GetMounts() {
+		if !filepath.IsAbs(m.GetContainerPath()) {
+			return fmt.Errorf("config.mounts[%d].container_path %q is not absolute: %w", i, m.GetContainerPath(), errdefs.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// logPath joins the sandbox's log directory and the container's log path,
+// refusing a path that would land outside the directory.
+func logPath(dir, rel string) (string, error) {
+	if rel == "" {
+		return "", nil
+	}
+	if dir == "" {
+		return "", fmt.Errorf("config.log_path %q is set but the sandbox has no log_directory: %w", rel, errdefs.ErrInvalidArgument)
+	}
+	if filepath.IsAbs(rel) {
+		return "", fmt.Errorf("config.log_path %q must be relative to the log directory: %w", rel, errdefs.ErrInvalidArgument)
+	}
+	clean := filepath.Clean(rel)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("config.log_path %q is outside the log directory: %w", rel, errdefs.ErrInvalidArgument)
+	}
+	return filepath.Join(dir, clean), nil
+}

@@ -1,0 +1,27 @@
+package cri
+
+import (
+	"context"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ListContainers lists containers from memory, filtered by id (or prefix),
+// sandbox id (or prefix), state and label selector.
+func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	f := req.GetFilter()
+	resp := &runtimeapi.ListContainersResponse{}
+	for _, c := range s.containers.List() {
+		item := containerItem(c)
+		switch {
+		case f.GetId() != "" && !strings.HasPrefix(c.ID, f.GetId()):
+		case f.GetPodSandboxId() != "" && !strings.HasPrefix(c.SandboxID, f.GetPodSandboxId()):
+		case f.GetState() != nil && f.GetState().GetState() != item.State:
+		case !matchLabels(f.GetLabelSelector(), item.Labels):
+		default:
+			resp.Containers = append(resp.Containers, item)
+		}
+	}
+	return resp, nil
+}

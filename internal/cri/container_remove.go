@@ -1,0 +1,19 @@
+package cri
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RemoveContainer removes a container, killing it if it still runs.
+// Removing an unknown container succeeds.
+func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	if req.GetContainerId() == "" {
+		return nil, invalid("container_id is empty")
+	}
+	if err := s.containers.Remove(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}

@@ -1,0 +1,143 @@
+package cri
+
+import (
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/sandbox"
+)
+
+func sandboxState(sb sandbox.Sandbox) runtimeapi.PodSandboxState {
+	if sb.State == sandbox.Ready {
+		return runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+}
+
+func sandboxItem(sb sandbox.Sandbox) *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{
+		Id:             sb.ID,
+		Metadata:       sb.Config.GetMetadata(),
+		State:          sandboxState(sb),
+		CreatedAt:      sb.CreatedAt.UnixNano(),
+		Labels:         sb.Config.GetLabels(),
+		Annotations:    sb.Config.GetAnnotations(),
+		RuntimeHandler: sb.RuntimeHandler,
+	}
+}
+
+func sandboxStatus(sb sandbox.Sandbox) *runtimeapi.PodSandboxStatus {
+	ns := sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	return &runtimeapi.PodSandboxStatus{
+		Id:        sb.ID,
+		Metadata:  sb.Config.GetMetadata(),
+		State:     sandboxState(sb),
+		CreatedAt: sb.CreatedAt.UnixNano(),
+		Network:   &runtimeapi.PodSandboxNetworkStatus{},
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{
+			Network:  ns.GetNetwork(),
+			Pid:      ns.GetPid(),
+			Ipc:      ns.GetIpc(),
+			TargetId: ns.GetTargetId(),
+		}}},
+		Labels:         sb.Config.GetLabels(),
+		Annotations:    sb.Config.GetAnnotations(),
+		RuntimeHandler: sb.RuntimeHandler,
+	}
+}
+
+func containerState(c container.Container) runtimeapi.ContainerState {
+	switch c.State {
+	case container.Created:
+		return runtimeapi.ContainerState_CONTAINER_CREATED
+	case container.Running:
+		return runtimeapi.ContainerState_CONTAINER_RUNNING
+	case container.Exited:
+		return runtimeapi.ContainerState_CONTAINER_EXITED
+	default:
+		return runtimeapi.ContainerState_CONTAINER_UNKNOWN
+	}
+}
+
+func containerItem(c container.Container) *runtimeapi.Container {
+	return &runtimeapi.Container{
+		Id:           c.ID,
+		PodSandboxId: c.SandboxID,
+		Metadata:     c.Config.GetMetadata(),
+		Image:        imageSpec(c),
+		ImageRef:     c.ImageRef,
+		ImageId:      c.ImageID,
+		State:        containerState(c),
+		CreatedAt:    c.CreatedAt.UnixNano(),
+		Labels:       c.Config.GetLabels(),
+		Annotations:  c.Config.GetAnnotations(),
+	}
+}
+
+func imageSpec(c container.Container) *runtimeapi.ImageSpec {
+	img := c.Config.GetImage()
+	return &runtimeapi.ImageSpec{
+		Image:              img.GetImage(),
+		Annotations:        img.GetAnnotations(),
+		UserSpecifiedImage: img.GetUserSpecifiedImage(),
+		RuntimeHandler:     img.GetRuntimeHandler(),
+	}
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func containerStatus(c container.Container) *runtimeapi.ContainerStatus {
+	st := &runtimeapi.ContainerStatus{
+		Id:          c.ID,
+		Metadata:    c.Config.GetMetadata(),
+		State:       containerState(c),
+		CreatedAt:   c.CreatedAt.UnixNano(),
+		StartedAt:   unixNano(c.StartedAt),
+		FinishedAt:  unixNano(c.FinishedAt),
+		ExitCode:    c.ExitCode,
+		Image:       imageSpec(c),
+		ImageRef:    c.ImageRef,
+		ImageId:     c.ImageID,
+		Reason:      c.Reason,
+		Message:     c.Message,
+		Labels:      c.Config.GetLabels(),
+		Annotations: c.Config.GetAnnotations(),
+		Mounts:      c.Config.GetMounts(),
+		LogPath:     c.LogPath,
+		Resources:   &runtimeapi.ContainerResources{Linux: c.Config.GetLinux().GetResources()},
+		StopSignal:  c.Config.GetStopSignal(),
+	}
+	return st
+}
+
+// matchLabels reports whether labels has every key and value of selector.
+func matchLabels(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func criImage(img image.Image) *runtimeapi.Image {
+	out := &runtimeapi.Image{
+		Id:          img.ID,
+		RepoTags:    img.RepoTags,
+		RepoDigests: img.RepoDigests,
+		Size:        uint64(img.Size),
+		Pinned:      img.Pinned,
+		Spec:        &runtimeapi.ImageSpec{Image: img.ID},
+	}
+	uid, name := imageUser(img.Config.Config.User)
+	out.Uid, out.Username = uid, name
+	return out
+}

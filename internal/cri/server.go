@@ -1,0 +1,47 @@
+package cri
+
+import (
+	"log/slog"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/sandbox"
+)
+
+// Info is what the server reports about the runtime.
+type Info struct {
+	// Version is crib's version.
+	Version string
+	// CgroupDriver is "cgroupfs" or "systemd".
+	CgroupDriver string
+	// Handlers are the runtime handler names that are usable, "" first.
+	Handlers []string
+	// NetworkReady and NetworkMessage describe pod networking.
+	NetworkReady   bool
+	NetworkMessage string
+}
+
+// Server implements the CRI services. RPCs crib does not implement yet
+// answer Unimplemented through the embedded types.
+type Server struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	info       Info
+	sandboxes  *sandbox.Manager
+	containers *container.Manager
+	images     *image.Store
+	log        *slog.Logger
+}
+
+// New returns a Server over the given managers.
+func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, log *slog.Logger) *Server {
+	return &Server{info: info, sandboxes: sandboxes, containers: containers, images: images, log: log}
+}
+
+var (
+	_ runtimeapi.RuntimeServiceServer = (*Server)(nil)
+	_ runtimeapi.ImageServiceServer   = (*Server)(nil)
+)

@@ -1,0 +1,44 @@
+package cri
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Status reports runtime and network readiness and what each runtime
+// handler supports. Features are advertised only where crib implements
+// them: no user namespaces and no recursive read-only mounts yet.
+func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: s.info.NetworkReady}
+	if !s.info.NetworkReady {
+		network.Reason = "NetworkPluginNotReady"
+		network.Message = s.info.NetworkMessage
+	}
+	resp := &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true},
+			network,
+		}},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: false},
+	}
+	for _, h := range s.info.Handlers {
+		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
+			Name:     h,
+			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: false, UserNamespaces: false},
+		})
+	}
+	if req.GetVerbose() {
+		resp.Info = map[string]string{"config": `{"cgroupDriver":"` + s.info.CgroupDriver + `"}`}
+	}
+	return resp, nil
+}
+
+// RuntimeConfig reports the cgroup driver, which the kubelet must match.
+func (s *Server) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	driver := runtimeapi.CgroupDriver_CGROUPFS
+	if s.info.CgroupDriver == "systemd" {
+		driver = runtimeapi.CgroupDriver_SYSTEMD
+	}
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: driver}}, nil
+}

@@ -1,0 +1,227 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/cgroups/v3"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/config"
+	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/cri"
+	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/state"
+)
+
+// Version is crib's version, set at build time.
+var Version = "0.1.0-dev"
+
+// Daemon is one running crib runtime.
+type Daemon struct {
+	cfg  config.Config
+	log  *slog.Logger
+	self string
+
+	db     *state.DB
+	server *cri.Server
+	grpc   *grpc.Server
+}
+
+// New returns a daemon for cfg; self is the path of the crib binary, run
+// again as `crib monitor` and `crib pause`. It does no I/O.
+func New(cfg config.Config, self string, log *slog.Logger) *Daemon {
+	return &Daemon{cfg: cfg, self: self, log: log}
+}
+
+// Run starts the daemon and serves until ctx is done, then shuts down.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	runtimes, handlers, err := d.runtimes()
+	if err != nil {
+		return err
+	}
+	if err := d.prepareRoots(); err != nil {
+		return err
+	}
+	d.db, err = state.Open(filepath.Join(d.cfg.Root, "metadata.db"))
+	if err != nil {
+		return err
+	}
+	defer d.db.Close()
+
+	images, err := image.Open(ctx, image.Config{
+		Root:         filepath.Join(d.cfg.Root, "images"),
+		Registries:   registries(d.cfg.Registries),
+		MaxLayerSize: d.cfg.MaxLayerSize,
+	})
+	if err != nil {
+		return err
+	}
+	for _, ref := range d.cfg.PinnedImages {
+		if err := images.SetPinned(ref, true); err != nil {
+			d.log.Warn("pinned image is not in the store", "image", ref, "err", err)
+		}
+	}
+	hostCaps, err := ocispec.ReadHostCaps()
+	if err != nil {
+		return err
+	}
+	sandboxes := sandbox.New(sandbox.Config{
+		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
+		Self:         d.self,
+		ShmSize:      d.cfg.ShmSize,
+		CgroupDriver: d.cfg.CgroupDriver,
+		CgroupParent: d.cfg.CgroupParent,
+	}, d.db, d.log)
+	containers := container.New(container.Config{
+		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
+		StateDir:       filepath.Join(d.cfg.State, "containers"),
+		Self:           d.self,
+		Runtimes:       runtimes,
+		CgroupDriver:   d.cfg.CgroupDriver,
+		CgroupV2:       cgroups.Mode() == cgroups.Unified,
+		OOMScoreAdjMin: oomScoreAdjMin(),
+		HostCaps:       hostCaps,
+	}, d.db, images, sandboxes, d.log)
+	if err := sandboxes.Restore(ctx); err != nil {
+		return err
+	}
+	if err := containers.Restore(ctx); err != nil {
+		return err
+	}
+
+	d.server = cri.New(cri.Info{
+		Version:        Version,
+		CgroupDriver:   d.cfg.CgroupDriver,
+		Handlers:       handlers,
+		NetworkReady:   false,
+		NetworkMessage: "CNI networking is not implemented yet: pods get a network namespace with loopback only, or the host network",
+	}, sandboxes, containers, images, d.log)
+	return d.serve(ctx)
+}
+
+func (d *Daemon) serve(ctx context.Context) error {
+	lis, err := listen(d.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	d.grpc = grpc.NewServer(
+		grpc.UnaryInterceptor(d.server.Interceptor),
+		grpc.MaxRecvMsgSize(16<<20),
+		grpc.MaxSendMsgSize(32<<20),
+	)
+	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server)
+	runtimeapi.RegisterImageServiceServer(d.grpc, d.server)
+
+	errc := make(chan error, 1)
+	go func() { errc <- d.grpc.Serve(lis) }()
+	d.log.Info("crib is serving", "socket", d.cfg.Socket, "root", d.cfg.Root, "state", d.cfg.State, "version", Version)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", d.cfg.Socket, err)
+	case <-ctx.Done():
+	}
+	d.log.Info("crib is shutting down; containers keep running")
+	stopped := make(chan struct{})
+	go func() { d.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		d.grpc.Stop()
+	}
+	_ = os.Remove(d.cfg.Socket)
+	return nil
+}
+
+// listen opens the CRI socket with mode 0660, replacing a stale one.
+func listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		conn.Close()
+		return nil, fmt.Errorf("socket %s is in use: is another crib running?", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return lis, nil
+}
+
+// prepareRoots makes crib's directories and checks that they are writable.
+func (d *Daemon) prepareRoots() error {
+	for _, dir := range []string{d.cfg.Root, d.cfg.State} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return fmt.Errorf("root %s is unusable: %w", dir, err)
+		}
+		probe, err := os.CreateTemp(dir, ".probe-*")
+		if err != nil {
+			return fmt.Errorf("root %s is unusable: %w", dir, err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+	}
+	return nil
+}
+
+// runtimes resolves the configured OCI runtimes. The default one must be
+// installed; others are offered as handlers only when they are.
+func (d *Daemon) runtimes() (map[string]*ociruntime.Runtime, []string, error) {
+	out := map[string]*ociruntime.Runtime{}
+	handlers := []string{""}
+	for name, rc := range d.cfg.Runtimes {
+		path, err := exec.LookPath(rc.Path)
+		if err != nil {
+			if name == d.cfg.DefaultRuntime {
+				return nil, nil, fmt.Errorf("default OCI runtime %q: %s not found: install it (Debian: apt-get install %s) or set runtimes.%s.path in %s",
+					name, rc.Path, name, name, config.DefaultPath)
+			}
+			d.log.Debug("runtime not installed; handler not offered", "handler", name, "path", rc.Path)
+			continue
+		}
+		rt := &ociruntime.Runtime{
+			Binary:        path,
+			Root:          d.cfg.RuntimeRoot(name),
+			SystemdCgroup: d.cfg.CgroupDriver == "systemd",
+			ExecShim:      monitor.ExecShimArgs(d.self),
+		}
+		out[name] = rt
+		handlers = append(handlers, name)
+		if name == d.cfg.DefaultRuntime {
+			out[""] = rt
+		}
+	}
+	return out, handlers, nil
+}
+
+func registries(in map[string]config.Registry) map[string]image.Registry {
+	out := make(map[string]image.Registry, len(in))
+	for host, r := range in {
+		out[host] = image.Registry{Mirrors: r.Mirrors, Insecure: r.Insecure}
+	}
+	return out
+}
