@@ -1,0 +1,95 @@
+package monitor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCopyStreamRecords(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 11, 21, 10, 0, 0, 120000000, time.FixedZone("X", 3600)) }
+	const ts = "2026-11-21T09:00:00.12Z"
+	long := strings.Repeat("x", maxLogLine)
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"empty", "", nil},
+		{"lines", "a\nb\n", []string{ts + " stdout F a", ts + " stdout F b"}},
+		{"empty line", "\n", []string{ts + " stdout F "}},
+		{"crlf", "a\r\n", []string{ts + " stdout F a"}},
+		{"unterminated tail", "a\nb", []string{ts + " stdout F a", ts + " stdout F b"}},
+		{"exactly max", long + "\n", []string{ts + " stdout P " + long, ts + " stdout F "}},
+		{"longer than max", long + "yz\n", []string{ts + " stdout P " + long, ts + " stdout F yz"}},
+		{"two chunks, unterminated", long + long + "q", []string{ts + " stdout P " + long, ts + " stdout P " + long, ts + " stdout F q"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log")
+			l, err := openLogFile(path, clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.copyStream(strings.NewReader(tc.in), "stdout", func(err error) { t.Error(err) })
+			if err := l.close(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if len(b) > 0 {
+				got = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("records (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestLogFileDiscardAndReopen(t *testing.T) {
+	l, err := openLogFile("", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.write("stdout", tagFull, []byte("x")); err != nil {
+		t.Errorf("discarding log: %v", err)
+	}
+	if err := l.reopen(); err != nil {
+		t.Errorf("reopen discarding log: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "log")
+	l, err = openLogFile(path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	if err := l.write("stdout", tagFull, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.reopen(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.write("stderr", tagFull, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{path + ".1": " stdout F old\n", path: " stderr F new\n"} {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.HasSuffix(string(b), want) || strings.Count(string(b), "\n") != 1 {
+			t.Errorf("%s = %q, %v; want one record ending %q", p, b, err, want)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("log file mode: %v, %v", st, err)
+	}
+}
