@@ -8,7 +8,8 @@
 // container rootfs's /etc/passwd and /etc/group (always through securejoin, so
 // symlinks in the image cannot escape the rootfs), stat(2) of CRI mount
 // sources and device nodes, the host device directory for privileged
-// containers, and Localhost seccomp profiles.
+// containers, and Localhost seccomp profiles (ReadHostCaps, for the daemon's
+// start-up, reads /proc).
 //
 // Invariants: Build never mutates its Input; its output is deterministic for a
 // given Input and file system (every slice derived from a map is sorted), so
@@ -22,5 +23,9 @@
 // container holds the capability that makes them legitimate) rather than
 // Docker's large allow-list; AppArmor is not supported, so a Localhost
 // AppArmor profile is rejected while RuntimeDefault and Unconfined are
-// accepted as no-ops; SELinux options are ignored.
+// accepted as no-ops; SELinux options are ignored; no container gets a
+// capability the daemon itself lacks (Input.HostCaps), so privileged means
+// "everything crib holds"; hugepage limits are dropped unless the host has
+// the hugetlb controller (Input.Hugetlb), as containerd does by default;
+// user namespaces, image volumes and id-mapped mounts are not implemented.
 package ocispec
