@@ -95,6 +95,8 @@ type Config struct {
 	CgroupV2     bool
 	// OOMScoreAdjMin is the lowest oom_score_adj crib may give a container.
 	OOMScoreAdjMin int
+	// Hugetlb says the hugetlb cgroup controller is available.
+	Hugetlb bool
 	// HostCaps bounds the capabilities containers may get.
 	HostCaps ocispec.HostCaps
 	// RecursiveReadOnly says "rro" mounts work here.

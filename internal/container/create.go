@@ -105,6 +105,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		CgroupV2:                   m.cfg.CgroupV2,
 		OOMScoreAdjMin:             m.cfg.OOMScoreAdjMin,
 		HostCaps:                   m.cfg.HostCaps,
+		Hugetlb:                    m.cfg.Hugetlb,
 		RecursiveReadOnlySupported: m.cfg.RecursiveReadOnly,
 	})
 	if err != nil {

@@ -106,7 +106,7 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 	if res == nil {
 		return nil
 	}
-	oci := ocispec.UpdateResources(res)
+	oci := ocispec.UpdateResources(res, m.cfg.Hugetlb)
 	if err := rt.Update(ctx, c.ID, oci); err != nil {
 		return fmt.Errorf("update container %s: %w", c.ID, err)
 	}

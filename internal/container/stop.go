@@ -113,7 +113,9 @@ func parseSignal(s string) (syscall.Signal, error) {
 }
 
 // Remove stops a container if needed and deletes it with its rootfs,
-// bundle, runtime files and log. Removing an unknown container succeeds.
+// bundle and runtime files. Its log stays: the log directory is the
+// kubelet's, which removes logs itself. Removing an unknown container
+// succeeds.
 func (m *Manager) Remove(ctx context.Context, id string) error {
 	e, err := m.entry(id)
 	if errdefs.IsNotFound(err) {
@@ -130,11 +132,6 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	c, _ := m.Get(e.c.ID)
 	if err := m.teardown(ctx, &c); err != nil {
 		return fmt.Errorf("remove container %s: %w", c.ID, err)
-	}
-	if c.LogPath != "" {
-		if err := os.Remove(c.LogPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			m.log.Warn("remove container log", "container", c.ID, "err", err)
-		}
 	}
 	if err := m.db.Delete(recordKind, c.ID); err != nil {
 		return err

@@ -97,6 +97,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		CgroupV2:       cgroups.Mode() == cgroups.Unified,
 		OOMScoreAdjMin: oomScoreAdjMin(),
 		HostCaps:       hostCaps,
+		Hugetlb:        hasController("hugetlb"),
 	}, d.db, images, sandboxes, d.log)
 	if err := sandboxes.Restore(ctx); err != nil {
 		return err

@@ -44,3 +44,21 @@ func hasCapability(bit uint) bool {
 	}
 	return false
 }
+
+// hasController reports whether the cgroup controller is available: a v1
+// hierarchy of that name, or a controller of the unified root.
+func hasController(name string) bool {
+	if _, err := os.Stat("/sys/fs/cgroup/" + name); err == nil {
+		return true
+	}
+	data, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")
+	if err != nil {
+		return false
+	}
+	for _, c := range strings.Fields(string(data)) {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
