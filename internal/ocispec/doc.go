@@ -14,11 +14,14 @@
 // Invariants: Build never mutates its Input; its output is deterministic for a
 // given Input and file system (every slice derived from a map is sorted), so
 // specs can be compared with golden files; invalid requests fail with an
-// error wrapping errdefs.ErrInvalidArgument (or ErrNotImplemented for CRI
-// features crib does not support) that names the offending field.
+// error wrapping errdefs.ErrInvalidArgument (ErrNotImplemented for CRI
+// features crib does not support, ErrFailedPrecondition for a capability the
+// node cannot grant) that names the offending field.
 //
-// Choices worth knowing: image volumes (ImageConfig.Volumes) are ignored, as
-// the kubelet mounts real volumes over them; RuntimeDefault seccomp is a
+// Choices worth knowing: image volumes (ImageConfig.Volumes) are ignored:
+// the directory stays part of the container's own writable rootfs, holding
+// the image's content, where containerd would bind an anonymous copy (the
+// one difference: with a read-only rootfs it is read-only too); RuntimeDefault seccomp is a
 // compact deny-list (default allow, EPERM for dangerous syscalls unless the
 // container holds the capability that makes them legitimate) rather than
 // Docker's large allow-list; AppArmor is not supported, so a Localhost
@@ -27,5 +30,6 @@
 // capability the daemon itself lacks (Input.HostCaps), so privileged means
 // "everything crib holds"; hugepage limits are dropped unless the host has
 // the hugetlb controller (Input.Hugetlb), as containerd does by default;
-// user namespaces, image volumes and id-mapped mounts are not implemented.
+// user namespaces, CRI image-volume mounts and id-mapped mounts are not
+// implemented.
 package ocispec
