@@ -73,8 +73,18 @@ func (e *env) start(t *testing.T) monitor.Handle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { waitGone(t, h.MonitorPid) })
+	e.cleanupMonitor(t, h.MonitorPid)
 	return h
+}
+
+// cleanupMonitor registers the end of the container and then of its
+// monitor (cleanups run last-in first-out, so the container's deletion
+// registered by newEnv would come too late).
+func (e *env) cleanupMonitor(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		ociruntimetest.Cleanup(t, e.rt, e.cfg.ID)
+		waitGone(t, pid)
+	})
 }
 
 func (e *env) run(t *testing.T) monitor.Handle {

@@ -223,7 +223,7 @@ func TestMonitorSurvivesDaemonKill(t *testing.T) {
 	if err := json.NewDecoder(out).Decode(&h); err != nil {
 		t.Fatalf("read handle from helper: %v", err)
 	}
-	t.Cleanup(func() { waitGone(t, h.MonitorPid) })
+	e.cleanupMonitor(t, h.MonitorPid)
 	ctx := context.Background()
 	if err := e.rt.Start(ctx, e.cfg.ID); err != nil {
 		t.Fatal(err)
