@@ -354,3 +354,28 @@ func TestBuildCRIDevices(t *testing.T) {
 		t.Errorf("device rules (-want +got):\n%s", diff)
 	}
 }
+
+// TestBuildMinimalConfig builds from the least a CRI client may send: no
+// linux sections, no metadata beyond names, an image with only a Cmd.
+func TestBuildMinimalConfig(t *testing.T) {
+	in := Input{
+		Container:  &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}},
+		Sandbox:    &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}},
+		RootfsPath: t.TempDir(),
+	}
+	in.Image.Cmd = []string{"/pause"}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/pause"}, spec.Process.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(specs.User{AdditionalGids: []uint32{0}}, spec.Process.User); diff != "" {
+		t.Errorf("user (-want +got):\n%s", diff)
+	}
+	if spec.Linux.Seccomp != nil || spec.Process.OOMScoreAdj != nil || spec.Hostname != "" || len(spec.Process.Capabilities.Bounding) != 14 {
+		t.Errorf("unexpected defaults: seccomp %v, oom %v, hostname %q, caps %v",
+			spec.Linux.Seccomp, spec.Process.OOMScoreAdj, spec.Hostname, spec.Process.Capabilities.Bounding)
+	}
+}
