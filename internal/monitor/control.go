@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/containerd/errdefs"
 )
 
 // ioTimeout bounds how long the monitor waits on a client's request or for
@@ -28,7 +30,12 @@ type controlServer struct {
 }
 
 // listenControl binds the control socket at path, replacing a stale one.
+// A socket that still answers belongs to a live monitor and is left alone.
 func listenControl(path string, log *logFile) (*controlServer, error) {
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("listen on control socket %s: a monitor is already serving it: %w", path, errdefs.ErrAlreadyExists)
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale control socket: %w", err)
 	}

@@ -50,9 +50,19 @@ func Main(args []string) int {
 		return 2
 	}
 	logger = logger.With("container", cfg.ID)
-	// Our session has no terminal; stray hangups and broken pipes must
-	// not end the monitor while the container runs.
-	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGINT)
+	// The monitor ends when its container ends. Hangups, broken pipes and
+	// polite termination requests (a service manager stopping the daemon)
+	// must not end it early: the container would lose its stdout and die
+	// of SIGPIPE on its next write. SIGKILL still works.
+	// Catch rather than ignore them: an ignored disposition would be
+	// inherited by the runtime and by the container's process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		for sig := range sigs {
+			logger.Info("ignoring signal", "signal", sig.String())
+		}
+	}()
 	m := &monitor{cfg: cfg, logger: logger}
 	if err := m.run(syncPipe); err != nil {
 		logger.Error("monitor failed", "err", err)

@@ -270,3 +270,19 @@ func TestCreateFailure(t *testing.T) {
 		t.Errorf("runtime still knows the container: %v", err)
 	}
 }
+
+// The container must not inherit ignored signals from its monitor.
+func TestContainerSignalDispositions(t *testing.T) {
+	e := newEnv(t, []string{"cat", "/proc/self/status"}, nil)
+	e.run(t)
+	e.wait(t)
+	var sigIgn string
+	for _, r := range readLog(t, e.cfg.LogPath) {
+		if v, ok := strings.CutPrefix(r.Content, "SigIgn:"); ok {
+			sigIgn = strings.TrimSpace(v)
+		}
+	}
+	if sigIgn != "0000000000000000" {
+		t.Errorf("container ignores signals: SigIgn %q", sigIgn)
+	}
+}

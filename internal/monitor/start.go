@@ -58,6 +58,8 @@ func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	cmd.Stderr = stderr
 	cmd.ExtraFiles = []*os.File{syncW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Do not pin the daemon's working directory for the container's life.
+	cmd.Dir = "/"
 	err = cmd.Start()
 	syncW.Close()
 	if err != nil {
@@ -70,6 +72,9 @@ func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	select {
 	case res = <-results:
 	case <-ctx.Done():
+		// The monitor leads its own process group; the runtime's create
+		// is in it too.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, ctx.Err())

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +37,9 @@ type ExecIO struct {
 // When ctx is done, the process and its process group are killed and Exec
 // returns promptly with an error wrapping ctx.Err().
 func (r *Runtime) Exec(ctx context.Context, id string, p specs.Process, eio ExecIO) (int, error) {
+	if p.Terminal {
+		return -1, fmt.Errorf("exec in container %s: terminal: %w", id, errdefs.ErrNotImplemented)
+	}
 	dir, err := os.MkdirTemp("", "crib-exec-")
 	if err != nil {
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
