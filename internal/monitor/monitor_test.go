@@ -2,8 +2,10 @@ package monitor_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
@@ -284,5 +287,53 @@ func TestContainerSignalDispositions(t *testing.T) {
 	}
 	if sigIgn != "0000000000000000" {
 		t.Errorf("container ignores signals: SigIgn %q", sigIgn)
+	}
+}
+
+func TestDuplicates(t *testing.T) {
+	e := newEnv(t, []string{"sleep", "3600"}, nil)
+	e.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	same := e.cfg
+	if _, err := monitor.Start(ctx, same); !errdefs.IsAlreadyExists(err) {
+		t.Errorf("second monitor on a live socket: got %v, want already exists", err)
+	}
+	other := e.cfg
+	other.Socket += "2"
+	other.ExitFile += "2"
+	if _, err := monitor.Start(ctx, other); !errdefs.IsAlreadyExists(err) || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("second create of one id: got %v, want already exists", err)
+	}
+	if s, err := e.rt.State(ctx, e.cfg.ID); err != nil || s.Status != ociruntime.StatusCreated {
+		t.Errorf("first container disturbed: %+v, %v", s, err)
+	}
+	if _, err := monitor.Dial(ctx, e.cfg.Socket); err != nil {
+		t.Errorf("first monitor disturbed: %v", err)
+	}
+}
+
+func TestStdin(t *testing.T) {
+	tests := []struct {
+		stdin bool
+		want  string
+	}{
+		{false, "/dev/null"},
+		{true, "pipe:"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint("stdin=", tc.stdin), func(t *testing.T) {
+			e := newEnv(t, []string{"sleep", "3600"}, nil)
+			e.cfg.Stdin = tc.stdin
+			e.run(t)
+			var out bytes.Buffer
+			p := specs.Process{Args: []string{"readlink", "/proc/1/fd/0"}, Env: []string{"PATH=/bin"}, Cwd: "/"}
+			if _, err := e.rt.Exec(context.Background(), e.cfg.ID, p, ociruntime.ExecIO{Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out.String(), tc.want) {
+				t.Errorf("container stdin is %q, want %s...", out.String(), tc.want)
+			}
+		})
 	}
 }

@@ -177,3 +177,21 @@ func lookRunc(t *testing.T) string {
 	t.Skip("runc not found")
 	return ""
 }
+
+func TestErrorsWithLogFile(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	ctx := context.Background()
+	r := ociruntimetest.NewRuntime(t)
+	r.Log = filepath.Join(t.TempDir(), "runc.log")
+	list, err := r.List(ctx)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("list of empty root: %v, %v", list, err)
+	}
+	_, err = r.State(ctx, "nope")
+	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("state of unknown container: got %v, want not found with runc's message", err)
+	}
+	if msg := ociruntime.LastErrorInFile(r.Log); !strings.Contains(msg, "does not exist") {
+		t.Errorf("runtime log holds %q", msg)
+	}
+}

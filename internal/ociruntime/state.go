@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 )
 
@@ -61,10 +62,8 @@ func (r *Runtime) List(ctx context.Context) ([]State, error) {
 // Version returns the first line of the runtime's --version output
 // ("runc version 1.1.5").
 func (r *Runtime) Version(ctx context.Context) (string, error) {
-	cmd := r.command(ctx, "--version")
-	// --version must not follow other global options for every runtime;
-	// call it bare.
-	cmd.Args = []string{r.Binary, "--version"}
+	cmd := exec.CommandContext(ctx, r.Binary, "--version")
+	cmd.WaitDelay = waitDelay
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("runtime version: %w", err)
