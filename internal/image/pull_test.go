@@ -262,3 +262,21 @@ func TestConcurrentPullsSameRef(t *testing.T) {
 		t.Errorf("etc/marker = %q", m)
 	}
 }
+
+func TestPullMaxLayerSize(t *testing.T) {
+	requiresRoot(t)
+	reg := newRegistry(t)
+	reg.push(t, "big/app:1", testImage(t, "amd64", "big"))
+	root := t.TempDir()
+	s := openStore(t, root, Config{MaxLayerSize: 100})
+	_, err := s.Pull(context.Background(), reg.host+"/big/app:1", Auth{})
+	if !errdefs.IsResourceExhausted(err) {
+		t.Fatalf("Pull error = %v, want resource exhausted", err)
+	}
+	if n := countFiles(t, filepath.Join(root, "blobs")); n != 0 {
+		t.Errorf("%d blobs left after refused pull", n)
+	}
+	if left := dirNames(t, filepath.Join(root, "snapshots")); len(left) != 0 {
+		t.Errorf("snapshots left after refused pull: %v", left)
+	}
+}
