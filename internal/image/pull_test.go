@@ -280,3 +280,27 @@ func TestPullMaxLayerSize(t *testing.T) {
 		t.Errorf("snapshots left after refused pull: %v", left)
 	}
 }
+
+func TestPullFallsBackFromDeadMirrorToHost(t *testing.T) {
+	requiresRoot(t)
+	reg := newRegistry(t)
+	img := testImage(t, "amd64", "fallback")
+	reg.push(t, "fb/app:1", img)
+	dead := newRegistry(t)
+	dead.srv.Close()
+	s := openStore(t, t.TempDir(), Config{Registries: map[string]Registry{
+		reg.host: {Mirrors: []string{"http://" + dead.host}},
+	}})
+	got, err := s.Pull(context.Background(), reg.host+"/fb/app:1", Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != configDigest(t, img) {
+		t.Errorf("ID = %s, want %s", got.ID, configDigest(t, img))
+	}
+	// When everything fails, the error is the host's, with the mirrors'.
+	_, err = s.Pull(context.Background(), reg.host+"/fb/app:missing", Auth{})
+	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "mirrors:") {
+		t.Errorf("Pull error = %v, want the host's not found plus mirror errors", err)
+	}
+}
