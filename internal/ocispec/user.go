@@ -11,7 +11,7 @@ import (
 )
 
 // user resolves the process user: CRI run_as_username or run_as_user, else
-// the image's User; CRI run_as_group overrides any group. Names are looked up
+// the image's User; CRI run_as_group (only with a CRI user) overrides any group. Names are looked up
 // in the rootfs's /etc/passwd and /etc/group.
 func (b *builder) user() error {
 	u, err := ResolveUser(b.in.RootfsPath, b.sc, b.in.Image.User)
@@ -65,6 +65,10 @@ func ResolveUser(rootfs string, sc *runtimeapi.LinuxContainerSecurityContext, im
 func userStrings(sc *runtimeapi.LinuxContainerSecurityContext, imageUser string) (string, string, error) {
 	var userPart, groupPart string
 	switch {
+	case sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "":
+		// As the kubelet and containerd rule: a group alone would pair
+		// with whatever user the image names, which nobody asked for.
+		return "", "", fmt.Errorf("linux.security_context.run_as_group is set without run_as_user or run_as_username: %w", errdefs.ErrInvalidArgument)
 	case sc.GetRunAsUsername() != "" && sc.GetRunAsUser() != nil:
 		return "", "", fmt.Errorf("run_as_user and run_as_username are both set: %w", errdefs.ErrInvalidArgument)
 	case sc.GetRunAsUsername() != "":

@@ -46,7 +46,7 @@ func TestResolveUser(t *testing.T) {
 		},
 		{
 			name:      "run_as_group overrides the image group",
-			sc:        &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)},
+			sc:        &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "app", RunAsGroup: i64(5)},
 			imageUser: "app:daemon",
 			want:      specs.User{UID: 1000, GID: 5, AdditionalGids: []uint32{5, 10, 29, 50}},
 		},
@@ -70,6 +70,7 @@ func TestResolveUser(t *testing.T) {
 			sc:      &runtimeapi.LinuxContainerSecurityContext{RunAsUser: i64(1), RunAsUsername: "app"},
 			wantErr: "both set",
 		},
+		{name: "run_as_group without a user", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)}, imageUser: "app", wantErr: "run_as_group is set without run_as_user"},
 		{name: "negative uid", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsUser: i64(-1)}, wantErr: "run_as_user -1 out of range"},
 		{name: "negative gid", sc: &runtimeapi.LinuxContainerSecurityContext{RunAsUser: i64(1), RunAsGroup: i64(-5)}, wantErr: "run_as_group -5 out of range"},
 		{name: "negative supplemental group", sc: &runtimeapi.LinuxContainerSecurityContext{SupplementalGroups: []int64{-2}}, wantErr: "supplemental group -2 out of range"},
