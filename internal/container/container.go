@@ -140,7 +140,11 @@ func nameKey(sandboxID string, md *runtimeapi.ContainerMetadata) string {
 func (m *Manager) bundle(id string) string   { return filepath.Join(m.cfg.BundleDir, id) }
 func (m *Manager) stateDir(id string) string { return filepath.Join(m.cfg.StateDir, id) }
 func (m *Manager) exitFile(id string) string { return filepath.Join(m.stateDir(id), "exit.json") }
-func (m *Manager) socket(id string) string   { return filepath.Join(m.stateDir(id), "monitor.sock") }
+
+// socket is the monitor's control socket. Unix socket paths are limited to
+// 108 bytes, so it is named by a 16-digit id prefix beside the container's
+// state dir rather than inside it.
+func (m *Manager) socket(id string) string { return filepath.Join(m.cfg.StateDir, id[:16]+".sock") }
 
 func (m *Manager) runtime(handler string) (*ociruntime.Runtime, error) {
 	r, ok := m.cfg.Runtimes[handler]

@@ -158,6 +158,9 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 	if err := mount.UnmountUnder(b); err != nil {
 		errs = append(errs, err)
 	}
+	if err := os.Remove(m.socket(c.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
 	for _, dir := range []string{b, m.stateDir(c.ID)} {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Base(filepath.Dir(dir)), err))
