@@ -1,0 +1,91 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// shared is what one test binary builds once and reuses: the temporary
+// directory, the crib binary and the test image. Main removes the directory.
+var shared struct {
+	dirOnce sync.Once
+	dir     string
+	dirErr  error
+
+	buildOnce sync.Once
+	crib      string
+	buildErr  error
+
+	imageOnce sync.Once
+	image     TestImage
+	imageSkip string
+}
+
+// Main runs the tests of a package and then removes what BuildCrib and
+// Busybox made. A TestMain that uses them ends with os.Exit(testutil.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.dir != "" {
+		if err := os.RemoveAll(shared.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "testutil: remove %s: %v\n", shared.dir, err)
+		}
+	}
+	return code
+}
+
+// sharedDir is the temporary directory of this test binary.
+func sharedDir() (string, error) {
+	shared.dirOnce.Do(func() {
+		shared.dir, shared.dirErr = os.MkdirTemp("", "crib-testutil-")
+	})
+	return shared.dir, shared.dirErr
+}
+
+// RepoRoot is the directory of crib's go.mod.
+func RepoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("locate testutil source: no caller information")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("locate repository root: %w", err)
+	}
+	return filepath.Clean(root), nil
+}
+
+// BuildCrib builds ./cmd/crib once per test binary and returns the path of
+// the binary.
+func BuildCrib(t testing.TB) string {
+	t.Helper()
+	shared.buildOnce.Do(func() {
+		shared.crib, shared.buildErr = buildCrib()
+	})
+	if shared.buildErr != nil {
+		t.Fatal(shared.buildErr)
+	}
+	return shared.crib
+}
+
+func buildCrib() (string, error) {
+	dir, err := sharedDir()
+	if err != nil {
+		return "", fmt.Errorf("build crib: %w", err)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", fmt.Errorf("build crib: %w", err)
+	}
+	out := filepath.Join(dir, "crib")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/crib")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build crib: %w\n%s", err, b)
+	}
+	return out, nil
+}

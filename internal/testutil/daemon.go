@@ -1,0 +1,351 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Timeouts of the harness. They bound waits for the daemon; they are not
+// performance assertions.
+const (
+	readyTimeout = 30 * time.Second
+	stopTimeout  = 20 * time.Second
+	rpcTimeout   = 60 * time.Second
+)
+
+// Options configures a test daemon.
+type Options struct {
+	// Image, when set, is made available before StartDaemon returns: its
+	// tarball is loaded into the root before the first start, or its
+	// mirrors are configured and it is pulled over the CRI.
+	Image *TestImage
+	// Registries are extra registry mirrors, host -> endpoints.
+	Registries map[string][]string
+	// LogLevel is the daemon's log level; empty means debug.
+	LogLevel string
+}
+
+// Daemon is a `crib daemon` child process with its own directories, all
+// under Dir, and CRI clients connected to its socket. Runtime and Images
+// are replaced on Restart.
+type Daemon struct {
+	// Dir holds everything of this daemon but its state directory: the
+	// binary it runs, its config, log, root and the pods' log directories.
+	Dir  string
+	Root string
+	// State is the daemon's runtime state directory, a separate short path
+	// (see StartDaemon).
+	State  string
+	Socket string
+	// LogDir is where tests put pods' log directories.
+	LogDir string
+	// Config is the daemon's TOML configuration file; Log its stderr.
+	Config string
+	Log    string
+	// Binary is the crib binary this daemon runs: a link to BuildCrib's,
+	// so that every process it starts can be told apart by its executable.
+	Binary string
+	// CgroupParent is the cgroup pods of this daemon go under.
+	CgroupParent string
+
+	Runtime runtimeapi.RuntimeServiceClient
+	Images  runtimeapi.ImageServiceClient
+
+	conn    *grpc.ClientConn
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	started bool
+}
+
+// StartDaemon starts a crib daemon in fresh temporary directories and
+// returns once it answers on its socket. At t.Cleanup every pod is removed,
+// the daemon is stopped and the leak check runs.
+func StartDaemon(t testing.TB, opts Options) *Daemon {
+	t.Helper()
+	RequiresRoot(t)
+	crib := BuildCrib(t)
+	// Unix socket paths are limited to 108 bytes: t.TempDir() is too long.
+	dir, err := os.MkdirTemp("/tmp", "crib-it-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// crib puts each container's monitor socket at
+	// <state>/containers/<64-hex id>/monitor.sock, which leaves 18 bytes
+	// for the state directory itself.
+	stateDir, err := os.MkdirTemp("/tmp", "cs")
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	d := &Daemon{
+		Dir:          dir,
+		Root:         filepath.Join(dir, "root"),
+		State:        stateDir,
+		Socket:       filepath.Join(stateDir, "crib.sock"),
+		LogDir:       filepath.Join(dir, "logs"),
+		Config:       filepath.Join(dir, "crib.toml"),
+		Log:          filepath.Join(dir, "daemon.log"),
+		Binary:       filepath.Join(dir, "crib"),
+		CgroupParent: "/" + filepath.Base(dir),
+	}
+	t.Cleanup(func() { d.cleanup(t) })
+
+	if err := linkOrCopy(crib, d.Binary); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(d.LogDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	registries := map[string][]string{}
+	for host, m := range opts.Registries {
+		registries[host] = m
+	}
+	if opts.Image != nil {
+		for host, m := range opts.Image.Mirrors {
+			registries[host] = m
+		}
+	}
+	level := opts.LogLevel
+	if level == "" {
+		level = "debug"
+	}
+	if err := os.WriteFile(d.Config, d.configTOML(level, registries), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Image != nil && opts.Image.Tarball != "" {
+		d.loadImage(t, opts.Image.Tarball)
+	}
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Image != nil && opts.Image.Tarball == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		defer cancel()
+		_, err := d.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: opts.Image.Ref}})
+		if err != nil {
+			t.Fatalf("pull %s: %v", opts.Image.Ref, err)
+		}
+	}
+	return d
+}
+
+func (d *Daemon) configTOML(level string, registries map[string][]string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "root = %s\nstate = %s\nsocket = %s\nlog_level = %s\ncgroup_parent = %s\n",
+		strconv.Quote(d.Root), strconv.Quote(d.State), strconv.Quote(d.Socket), strconv.Quote(level), strconv.Quote(d.CgroupParent))
+	hosts := make([]string, 0, len(registries))
+	for h := range registries {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		quoted := make([]string, len(registries[h]))
+		for i, m := range registries[h] {
+			quoted[i] = strconv.Quote(m)
+		}
+		fmt.Fprintf(&b, "\n[registries.%s]\nmirrors = [%s]\n", strconv.Quote(h), strings.Join(quoted, ", "))
+	}
+	return []byte(b.String())
+}
+
+// loadImage runs `crib image load` on the daemon's root; the daemon must
+// not be running.
+func (d *Daemon) loadImage(t testing.TB, tarball string) {
+	t.Helper()
+	cmd := exec.Command(d.Binary, "image", "load", "--config", d.Config, "--root", d.Root, tarball)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("crib image load %s: %v\n%s", tarball, err, out)
+	}
+}
+
+// start runs the daemon and waits until it answers Version.
+func (d *Daemon) start() error {
+	logf, err := os.OpenFile(d.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== testutil: starting crib daemon at %s\n", time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(d.Binary, "daemon", "--config", d.Config)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start crib daemon: %w", err)
+	}
+	d.cmd, d.done, d.waitErr, d.started = cmd, make(chan struct{}), nil, true
+	go func(done chan struct{}) {
+		d.waitErr = cmd.Wait()
+		close(done)
+	}(d.done)
+	if err := d.waitReady(); err != nil {
+		_ = cmd.Process.Kill()
+		<-d.done
+		return fmt.Errorf("%w\ndaemon log:\n%s", err, d.ReadLog())
+	}
+	return nil
+}
+
+func (d *Daemon) waitReady() error {
+	deadline := time.Now().Add(readyTimeout)
+	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-d.done:
+			return fmt.Errorf("crib daemon exited during start: %v", d.waitErr)
+		default:
+		}
+		c, err := net.DialTimeout("unix", d.Socket, time.Second)
+		if err != nil {
+			continue
+		}
+		c.Close()
+		if d.conn == nil {
+			conn, err := grpc.NewClient("unix://"+d.Socket,
+				grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20)))
+			if err != nil {
+				return fmt.Errorf("connect to %s: %w", d.Socket, err)
+			}
+			d.conn = conn
+			d.Runtime = runtimeapi.NewRuntimeServiceClient(conn)
+			d.Images = runtimeapi.NewImageServiceClient(conn)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err = d.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("crib daemon did not answer on %s within %s", d.Socket, readyTimeout)
+}
+
+// Running reports whether the daemon process is alive.
+func (d *Daemon) Running() bool {
+	if d.done == nil {
+		return false
+	}
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Pid is the daemon's process id, or 0 when it is not running.
+func (d *Daemon) Pid() int {
+	if !d.Running() {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}
+
+// ReadLog returns what the daemon logged so far, across restarts.
+func (d *Daemon) ReadLog() string {
+	b, err := os.ReadFile(d.Log)
+	if err != nil {
+		return fmt.Sprintf("(read daemon log: %v)", err)
+	}
+	return string(b)
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (d *Daemon) Stop(t testing.TB) {
+	t.Helper()
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Kill9 kills the daemon with SIGKILL; its containers and monitors keep
+// running.
+func (d *Daemon) Kill9(t testing.TB) {
+	t.Helper()
+	if !d.Running() {
+		t.Fatal("Kill9: crib daemon is not running")
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	d.disconnect()
+}
+
+// Restart stops the daemon if it runs (SIGTERM) and starts it again on the
+// same directories.
+func (d *Daemon) Restart(t testing.TB) {
+	t.Helper()
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *Daemon) stop() error {
+	if !d.Running() {
+		d.disconnect()
+		return nil
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(stopTimeout):
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+		<-d.done
+		d.disconnect()
+		return fmt.Errorf("crib daemon did not exit within %s of SIGTERM", stopTimeout)
+	}
+	d.disconnect()
+	if d.waitErr != nil {
+		return fmt.Errorf("crib daemon exited after SIGTERM: %w", d.waitErr)
+	}
+	return nil
+}
+
+func (d *Daemon) disconnect() {
+	if d.conn != nil {
+		d.conn.Close()
+	}
+	d.conn, d.Runtime, d.Images = nil, nil, nil
+}
+
+// linkOrCopy makes dst the same file as src: a hard link, or a copy when
+// they are on different file systems.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy crib binary: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return fmt.Errorf("copy crib binary: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy crib binary: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("copy crib binary: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package testutil
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// leakWait is how long the leak check gives processes that were just
+// killed to disappear before it reports them.
+const leakWait = 5 * time.Second
+
+// Leaks lists what of this daemon is on the machine besides the daemon
+// itself: mounts under its directories, runc containers under its runtime
+// root, processes that run its binary or name its directories, cgroups
+// under its cgroup parent, and entries of its sandbox and container
+// directories. A daemon with no pods has none.
+func (d *Daemon) Leaks() []string {
+	var out []string
+	for _, m := range d.mounts() {
+		out = append(out, "mount "+m)
+	}
+	for _, id := range d.runcContainers() {
+		out = append(out, "runc container "+id)
+	}
+	for _, p := range d.processes() {
+		out = append(out, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
+	}
+	for _, c := range d.cgroups() {
+		out = append(out, "cgroup "+c)
+	}
+	for _, dir := range []string{
+		filepath.Join(d.State, "sandboxes"),
+		filepath.Join(d.State, "containers"),
+		filepath.Join(d.Root, "containers"),
+	} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			out = append(out, "directory "+filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// waitNoLeaks polls Leaks until it is empty or leakWait has passed, and
+// returns the last answer.
+func (d *Daemon) waitNoLeaks() []string {
+	deadline := time.Now().Add(leakWait)
+	for {
+		leaks := d.Leaks()
+		if len(leaks) == 0 || time.Now().After(deadline) {
+			return leaks
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// dirs are the daemon's top directories.
+func (d *Daemon) dirs() []string { return []string{d.Dir, d.State} }
+
+// under reports whether path is one of the daemon's directories or inside
+// one.
+func (d *Daemon) under(path string) bool {
+	for _, dir := range d.dirs() {
+		if path == dir || strings.HasPrefix(path, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mentions reports whether s names a path inside one of the daemon's
+// directories. (Temporary names differ in length, so a bare directory name
+// could be the prefix of another daemon's.)
+func (d *Daemon) mentions(s string) bool {
+	for _, dir := range d.dirs() {
+		if strings.Contains(s, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mounts are the mount points under the daemon's directories.
+func (d *Daemon) mounts() []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return []string{"(read mountinfo: " + err.Error() + ")"}
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		if p := unescapeMount(fields[4]); d.under(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func (d *Daemon) runcRoot() string { return filepath.Join(d.State, "runtime", "runc") }
+
+// runcContainers are the ids `runc list` shows under the runtime root.
+func (d *Daemon) runcContainers() []string {
+	if _, err := os.Stat(d.runcRoot()); err != nil {
+		return nil
+	}
+	out, err := exec.Command("runc", "--root", d.runcRoot(), "list", "-q").Output()
+	if err != nil {
+		return []string{"(runc list: " + err.Error() + ")"}
+	}
+	return strings.Fields(string(out))
+}
+
+type process struct {
+	pid     int
+	cmdline string
+}
+
+// processes are those, other than the daemon and this test, that run this
+// daemon's binary or name its directory in their arguments.
+func (d *Daemon) processes() []process {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return []process{{cmdline: "(read /proc: " + err.Error() + ")"}}
+	}
+	var out []process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() || pid == d.Pid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmdline := strings.TrimSpace(string(bytes.ReplaceAll(raw, []byte{0}, []byte{' '})))
+		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if d.mentions(cmdline) || d.under(exe) {
+			out = append(out, process{pid: pid, cmdline: cmdline})
+		}
+	}
+	return out
+}
+
+// cgroupParents are the daemon's cgroup parent in every hierarchy.
+func (d *Daemon) cgroupParents() []string {
+	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
+	var out []string
+	for _, h := range hierarchies {
+		p := filepath.Join("/sys/fs/cgroup", h.Name(), d.CgroupParent)
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cgroups are the cgroups under the daemon's cgroup parent.
+func (d *Daemon) cgroups() []string {
+	var out []string
+	for _, parent := range d.cgroupParents() {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			if e.IsDir() {
+				out = append(out, filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// forceClean removes by force whatever the daemon left: processes killed,
+// runc containers deleted, mounts detached, cgroups emptied and removed
+// (the cgroup parent too, which is this harness's).
+func (d *Daemon) forceClean() error {
+	var errs []error
+	for _, p := range d.processes() {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+	for _, id := range d.runcContainers() {
+		if out, err := exec.Command("runc", "--root", d.runcRoot(), "delete", "--force", id).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", id, err, out))
+		}
+	}
+	mounts := d.mounts()
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+		}
+	}
+	for _, parent := range d.cgroupParents() {
+		if err := removeCgroupTree(parent); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroupTree kills every process in the cgroups under dir and removes
+// them, deepest first.
+func removeCgroupTree(dir string) error {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := removeCgroup(dirs[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeCgroup(dir string) error {
+	deadline := time.Now().Add(leakWait)
+	for {
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(procs)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
