@@ -30,6 +30,9 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// Taken before runc start: the container may exit, and its watcher
+	// record the exit, before Start returns.
+	started := time.Now()
 	if err := rt.Start(ctx, c.ID); err != nil {
 		return fmt.Errorf("start container %s: %w", c.ID, err)
 	}
@@ -39,7 +42,7 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 		if c.State == Created {
 			c.State = Running
 		}
-		c.StartedAt = time.Now()
+		c.StartedAt = started
 	})
 	if err != nil {
 		return err
