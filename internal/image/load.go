@@ -105,7 +105,7 @@ func unpackArchive(ctx context.Context, dir string, r io.Reader) error {
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			err = os.MkdirAll(target, 0o700)
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reports the old TypeRegA as TypeReg
 			err = writeArchiveFile(target, tr)
 		case tar.TypeSymlink:
 			os.Remove(target)

@@ -44,6 +44,7 @@ func Seccomp(sc *runtimeapi.LinuxContainerSecurityContext, caps *specs.LinuxCapa
 			return nil, fmt.Errorf("seccomp profile type %v is unknown: %w", p.GetProfileType(), errdefs.ErrInvalidArgument)
 		}
 	}
+	//lint:ignore SA1019 older kubelets still send the deprecated field
 	switch path := sc.GetSeccompProfilePath(); {
 	case path == "" || path == "unconfined":
 		return nil, nil

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the deprecated CRI seccomp field must keep working
+
 package ocispec
 
 import (

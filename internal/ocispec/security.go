@@ -52,6 +52,7 @@ func checkAppArmor(sc *runtimeapi.LinuxContainerSecurityContext) error {
 		}
 		return nil
 	}
+	//lint:ignore SA1019 older kubelets still send the deprecated field
 	if name := sc.GetApparmorProfile(); strings.HasPrefix(name, "localhost/") {
 		return fmt.Errorf("apparmor profile %q: apparmor is not enabled on this node: %w", name, errdefs.ErrInvalidArgument)
 	}

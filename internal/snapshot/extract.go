@@ -147,7 +147,7 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create dir: %w", err)
 		}
-	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+	case tar.TypeReg, tar.TypeGNUSparse: // archive/tar reports the old TypeRegA as TypeReg
 		if err := x.writeFile(target, r); err != nil {
 			return err
 		}
