@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
-# crib's checks, as CI runs them (as root, on Debian with .ci/run's
-# packages): vet, staticcheck, every Go test (unit and integration: real
-# runc, overlayfs, namespaces), then critest conformance against a fresh
-# daemon.
+# crib's checks, as CI runs them. Run as root on Debian: it installs what
+# is missing (runc, busybox-static, staticcheck, crictl and critest, the
+# loopback registry with critest's images; all idempotent), then runs vet,
+# staticcheck, every Go test (unit and integration: real runc, overlayfs,
+# namespaces) and critest conformance against a fresh daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH=$PATH:$(go env GOPATH)/bin
+
+need=()
+for pkg in runc busybox-static iproute2 util-linux ca-certificates curl; do
+	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}"
+fi
+command -v staticcheck >/dev/null || GOFLAGS= go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+go mod download
+../shared/conformance/setup.sh
+../shared/conformance/images.sh
 
 echo "== go vet"
 go vet ./...
-if command -v staticcheck >/dev/null; then
-	echo "== staticcheck"
-	staticcheck ./...
-fi
+echo "== staticcheck"
+staticcheck ./...
 echo "== go test"
 go test -count=1 -timeout 20m ./...
 echo "== critest"
