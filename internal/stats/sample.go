@@ -1,0 +1,85 @@
+package stats
+
+import "time"
+
+// unlimited is the size from which a memory limit counts as no limit: the
+// kernel reports "no limit" as a huge page-rounded number, not MaxUint64.
+const unlimited = uint64(1) << 62
+
+// Sample is one reading of a cgroup. A field is nil when its controller is
+// not available for the cgroup.
+type Sample struct {
+	// Time is when the reading started.
+	Time   time.Time
+	CPU    *CPU
+	Memory *Memory
+	// Swap is nil when the kernel does not account swap for the cgroup.
+	Swap *Swap
+	Pids *Pids
+}
+
+// CPU is cumulative CPU time.
+type CPU struct {
+	// UsageNanos is the CPU time used by every task of the cgroup, in
+	// nanoseconds, summed over all cores.
+	UsageNanos uint64
+}
+
+// Memory is memory usage in bytes.
+type Memory struct {
+	// Usage is all memory charged to the cgroup, page cache included.
+	Usage uint64
+	// WorkingSet is Usage less the inactive file cache, the figure the
+	// kubelet evicts on.
+	WorkingSet uint64
+	// RSS is anonymous memory (v1 total_rss, v2 anon).
+	RSS uint64
+	// PageFaults and MajorPageFaults count faults since the cgroup was made.
+	PageFaults      uint64
+	MajorPageFaults uint64
+	// Limit is the memory limit; it means something only when Limited.
+	Limit   uint64
+	Limited bool
+}
+
+// Available is how much more the working set may grow before the limit, or
+// 0 when there is no limit (or the working set is over it).
+func (m Memory) Available() uint64 {
+	if !m.Limited || m.WorkingSet >= m.Limit {
+		return 0
+	}
+	return m.Limit - m.WorkingSet
+}
+
+// Swap is swap usage in bytes.
+type Swap struct {
+	Usage uint64
+	// Limit is the swap the cgroup may use; it means something only when
+	// Limited. A limit of 0 forbids swap.
+	Limit   uint64
+	Limited bool
+}
+
+// Available is the swap the cgroup may still use, or 0 when unlimited.
+func (s Swap) Available() uint64 {
+	if !s.Limited || s.Usage >= s.Limit {
+		return 0
+	}
+	return s.Limit - s.Usage
+}
+
+// Pids counts the cgroup's tasks.
+type Pids struct {
+	Current uint64
+}
+
+// limited reports whether a kernel limit is a real one.
+func limited(v uint64) bool { return v < unlimited }
+
+// workingSet is usage less inactive file cache, never below zero.
+func workingSet(usage, inactiveFile uint64) uint64 {
+	if inactiveFile >= usage {
+		return 0
+	}
+	return usage - inactiveFile
+}

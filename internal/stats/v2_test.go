@@ -1,0 +1,109 @@
+package stats
+
+import (
+	"context"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func v2Files(group string) map[string]string {
+	g := group[1:] + "/"
+	return map[string]string{
+		g + "cgroup.controllers":  "cpu memory pids\n",
+		g + "cpu.stat":            "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n",
+		g + "memory.stat":         "anon 8192\nfile 4096\ninactive_file 1000\npgfault 12\npgmajfault 1\n",
+		g + "memory.current":      "20000\n",
+		g + "memory.max":          "max\n",
+		g + "memory.swap.current": "300\n",
+		g + "memory.swap.max":     "1000\n",
+		g + "pids.current":        "2\n",
+		g + "pids.max":            "max\n",
+	}
+}
+
+func TestReadV2(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		path    string
+		systemd bool
+		want    Sample
+	}{
+		{
+			name:  "all controllers",
+			files: v2Files("/crib/pod/ctr"),
+			path:  "/crib/pod/ctr",
+			want: Sample{
+				CPU: &CPU{UsageNanos: 2500000},
+				Memory: &Memory{
+					Usage: 20000, WorkingSet: 19000, RSS: 8192, PageFaults: 12, MajorPageFaults: 1,
+					Limit: 1<<64 - 1,
+				},
+				Swap: &Swap{Usage: 300, Limit: 1000, Limited: true},
+				Pids: &Pids{Current: 2},
+			},
+		},
+		{
+			name: "memory limit, no swap, no pids",
+			files: func() map[string]string {
+				f := v2Files("/a/b")
+				f["a/b/memory.max"] = "50000\n"
+				delete(f, "a/b/memory.swap.current")
+				delete(f, "a/b/memory.swap.max")
+				delete(f, "a/b/pids.current")
+				delete(f, "a/b/pids.max")
+				return f
+			}(),
+			path: "/a/b",
+			want: Sample{
+				CPU: &CPU{UsageNanos: 2500000},
+				Memory: &Memory{
+					Usage: 20000, WorkingSet: 19000, RSS: 8192, PageFaults: 12, MajorPageFaults: 1,
+					Limit: 50000, Limited: true,
+				},
+			},
+		},
+		{
+			name:    "systemd pod slice",
+			files:   v2Files("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod9.slice"),
+			path:    "kubepods-burstable-pod9.slice",
+			systemd: true,
+			want: Sample{
+				CPU: &CPU{UsageNanos: 2500000},
+				Memory: &Memory{
+					Usage: 20000, WorkingSet: 19000, RSS: 8192, PageFaults: 12, MajorPageFaults: 1,
+					Limit: 1<<64 - 1,
+				},
+				Swap: &Swap{Usage: 300, Limit: 1000, Limited: true},
+				Pids: &Pids{Current: 2},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, tt.files)
+			r := NewReader(Config{Root: root, Unified: true, Systemd: tt.systemd})
+			got, err := r.Read(context.Background(), tt.path)
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Sample{}, "Time")); diff != "" {
+				t.Errorf("sample (-want +got):\n%s", diff)
+			}
+			if got.Memory.Available() != 0 && !got.Memory.Limited {
+				t.Errorf("unlimited memory has %d available", got.Memory.Available())
+			}
+		})
+	}
+}
+
+func TestReadV2Missing(t *testing.T) {
+	r := NewReader(Config{Root: t.TempDir(), Unified: true})
+	if _, err := r.Read(context.Background(), "/nope"); !errdefs.IsNotFound(err) {
+		t.Errorf("Read of a missing group = %v, want not found", err)
+	}
+}
