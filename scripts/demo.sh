@@ -24,12 +24,12 @@ echo "== building crib"
 go build -o bin/crib ./cmd/crib
 echo "== building the busybox image"
 scripts/build-busybox-image.sh "$work/busybox.tar"
-bin/crib image load --root "$work/root" "$work/busybox.tar"
 echo "== starting crib"
 bin/crib daemon --root "$work/root" --state "$work/run" > "$work/crib.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$work/run/crib.sock" ] && break; sleep 0.1; done
 [ -S "$work/run/crib.sock" ] || { cat "$work/crib.log"; exit 1; }
+bin/crib image load --state "$work/run" "$work/busybox.tar"
 echo "== running a pod"
 go run ./scripts/demo -socket "$work/run/crib.sock"
 echo "== crib's log"

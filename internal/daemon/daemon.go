@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/api"
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
@@ -36,6 +38,7 @@ type Daemon struct {
 	self string
 
 	db     *state.DB
+	images *image.Store
 	server *cri.Server
 	grpc   *grpc.Server
 }
@@ -72,6 +75,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer images.Close()
+	d.images = images
 	for _, ref := range d.cfg.PinnedImages {
 		if err := images.SetPinned(ref, true); err != nil {
 			d.log.Warn("pinned image is not in the store", "image", ref, "err", err)
@@ -117,7 +122,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) serve(ctx context.Context) error {
-	lis, err := listen(d.cfg.Socket)
+	lis, err := listen(d.cfg.Socket, 0o660)
 	if err != nil {
 		return err
 	}
@@ -129,8 +134,17 @@ func (d *Daemon) serve(ctx context.Context) error {
 	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server)
 	runtimeapi.RegisterImageServiceServer(d.grpc, d.server)
 
-	errc := make(chan error, 1)
+	apiPath := filepath.Join(d.cfg.State, api.SocketName)
+	apiLis, err := listen(apiPath, 0o600)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	apiServer := &http.Server{Handler: api.Handler(d.images, d.log), ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
 	go func() { errc <- d.grpc.Serve(lis) }()
+	go func() { errc <- apiServer.Serve(apiLis) }()
 	d.log.Info("crib is serving", "socket", d.cfg.Socket, "root", d.cfg.Root, "state", d.cfg.State, "version", Version)
 
 	select {
@@ -146,12 +160,14 @@ func (d *Daemon) serve(ctx context.Context) error {
 	case <-time.After(10 * time.Second):
 		d.grpc.Stop()
 	}
+	_ = apiServer.Close()
 	_ = os.Remove(d.cfg.Socket)
+	_ = os.Remove(apiPath)
 	return nil
 }
 
-// listen opens the CRI socket with mode 0660, replacing a stale one.
-func listen(path string) (net.Listener, error) {
+// listen opens a unix socket with mode, replacing a stale one.
+func listen(path string, mode os.FileMode) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
 		return nil, fmt.Errorf("create socket dir: %w", err)
 	}
@@ -166,7 +182,7 @@ func listen(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o660); err != nil {
+	if err := os.Chmod(path, mode); err != nil {
 		lis.Close()
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}

@@ -184,6 +184,7 @@ func openStore(t *testing.T, root string, cfg Config) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/opencontainers/go-digest"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sys/unix"
 
 	"github.com/crib-dev/crib/internal/content"
 	"github.com/crib-dev/crib/internal/snapshot"
@@ -106,6 +107,10 @@ type Store struct {
 	retainedBlobs  map[string]int
 
 	pulls keyedMutex
+
+	// lock is the open lock file whose exclusive flock says this process
+	// owns the store; released by Close.
+	lock *os.File
 }
 
 // Open opens (or creates) the store under cfg.Root, loads every image
@@ -133,7 +138,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.platform.Architecture == "" {
 		s.platform.Architecture = runtime.GOARCH
 	}
-	var err error
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("open image store: %w", err)
+	}
+	// One process owns a store at a time: opening cleans up temporary
+	// files, which would pull the floor from under another owner's pulls.
+	lock, err := lockStore(filepath.Join(cfg.Root, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	defer func() {
+		if s.content == nil || s.snaps == nil {
+			lock.Close()
+		}
+	}()
 	if s.content, err = content.Open(cfg.Root); err != nil {
 		return nil, fmt.Errorf("open image store: %w", err)
 	}
@@ -163,6 +182,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// lockStore takes the store's exclusive lock, or says who has it.
+func lockStore(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open image store lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("image store %s is in use by another process (a running crib daemon?): %w",
+				filepath.Dir(path), errdefs.ErrUnavailable)
+		}
+		return nil, fmt.Errorf("lock image store: %w", err)
+	}
+	return f, nil
+}
+
+// Close releases the store for another process to open.
+func (s *Store) Close() error {
+	return s.lock.Close()
 }
 
 // List returns every image, sorted by ID. It does no I/O.

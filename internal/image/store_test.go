@@ -197,6 +197,12 @@ func TestRecordsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := s.List()
+	if _, err := Open(context.Background(), Config{Root: root}); !errdefs.IsUnavailable(err) {
+		t.Fatalf("second Open of a store in use = %v, want Unavailable", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// Leftovers of a crash: a half-written record, a partial ingest, a
 	// half-unpacked snapshot, a load in progress.
 	for _, p := range []string{"images/.tmp-123", "ingest/blob-1", "snapshots/tmp-9/fs/x", "tmp/load-1/index.json"} {
