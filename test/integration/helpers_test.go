@@ -41,7 +41,9 @@ func (e *env) ctx() context.Context {
 func (e *env) rt() runtimeapi.RuntimeServiceClient { return e.d.Runtime }
 
 // podConfig is a pod named name with its own namespaces (PID per
-// container) and a log directory under the daemon's.
+// container, as the kubelet asks unless the pod shares its process
+// namespace: POD is the enum's zero value) and a log directory under the
+// daemon's.
 func (e *env) podConfig(name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "it", Uid: "uid-" + name},
@@ -49,7 +51,7 @@ func (e *env) podConfig(name string) *runtimeapi.PodSandboxConfig {
 		LogDirectory: filepath.Join(e.d.LogDir, name),
 		Labels:       map[string]string{"pod": name},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{},
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
 }
@@ -63,7 +65,8 @@ func (e *env) runPod(cfg *runtimeapi.PodSandboxConfig) string {
 	return resp.PodSandboxId
 }
 
-// ctrConfig is a busybox container running cmd, logging to <name>.log.
+// ctrConfig is a busybox container running cmd in its own PID namespace,
+// logging to <name>.log.
 func (e *env) ctrConfig(name string, cmd ...string) *runtimeapi.ContainerConfig {
 	return &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: name},
@@ -71,6 +74,9 @@ func (e *env) ctrConfig(name string, cmd ...string) *runtimeapi.ContainerConfig 
 		Command:  cmd,
 		LogPath:  name + ".log",
 		Labels:   map[string]string{"name": name},
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
 	}
 }
 
