@@ -11,6 +11,10 @@
 // an exit file before it quits. The daemon talks to a live monitor through
 // Client and reads a dead one's verdict with ReadExit.
 //
+// Main also serves `crib monitor exec-shim ...`, the OCI runtime exec shim
+// (ociruntime.ExecShimMain; see ExecShimArgs), so that the crib binary
+// needs one hidden entry point only.
+//
 // It does not start, signal or delete containers (the daemon does that
 // through ociruntime), and it keeps no state beyond the files it is given.
 //

@@ -84,7 +84,7 @@ func (m *monitor) run(syncPipe *os.File) error {
 		_ = c.stdin.Close()
 	}
 	werr := writeExit(m.cfg.ExitFile, e)
-	ctl.finish(e, ioTimeout)
+	ctl.finish(e, drainTimeout)
 	return werr
 }
 

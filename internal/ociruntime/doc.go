@@ -8,6 +8,12 @@
 // no CRI types, and it keeps no state between calls beyond the Runtime
 // configuration.
 //
+// Exec of a process that leaves a background child holding its output would
+// keep a foreground `runc exec` waiting for that child. Runtime.ExecShim
+// avoids it: the exec runs detached under a small subreaper process
+// (ExecShimMain, reached through the crib binary) that reports the exit
+// status as soon as the exec'd process ends.
+//
 // Invariants: every error returned carries the runtime's own message (taken
 // from its JSON log, or from its standard error) and is classified with
 // github.com/containerd/errdefs where the class is known: an unknown

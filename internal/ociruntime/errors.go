@@ -61,7 +61,9 @@ func LastErrorInFile(path string) string {
 func Classify(msg string) error {
 	lower := strings.ToLower(msg)
 	switch {
-	case strings.Contains(lower, "does not exist"), strings.Contains(lower, "not found"):
+	// Only the runtime's word for an unknown container: a process's
+	// "executable file not found" must not read as a missing container.
+	case strings.Contains(lower, "does not exist"):
 		return fmt.Errorf("%s: %w", msg, errdefs.ErrNotFound)
 	case strings.Contains(lower, "already exists"):
 		return fmt.Errorf("%s: %w", msg, errdefs.ErrAlreadyExists)
