@@ -241,24 +241,42 @@ func TestMonitorSurvivesDaemonKill(t *testing.T) {
 }
 
 func TestCreateFailure(t *testing.T) {
-	e := newEnv(t, []string{"/nonexistent-binary"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := monitor.Start(ctx, e.cfg)
-	if err == nil {
-		t.Fatal("start succeeded")
+	tests := []struct {
+		name     string
+		args     []string
+		edit     func(*monitor.StartConfig)
+		wantText string
+	}{
+		{"missing binary in spec", []string{"/nonexistent-binary"}, nil, "nonexistent-binary"},
+		{"missing runtime", []string{"true"}, func(c *monitor.StartConfig) { c.RuntimeBinary = "/no/such/runc" }, "/no/such/runc"},
+		{"missing log directory", []string{"true"}, func(c *monitor.StartConfig) { c.LogPath = "/no/such/dir/0.log" }, "open log file"},
 	}
-	if !strings.Contains(err.Error(), "nonexistent-binary") {
-		t.Errorf("error does not name the missing binary: %v", err)
-	}
-	if pids := processesMentioning(e.cfg.ID); len(pids) != 0 {
-		t.Errorf("processes left behind: %v", pids)
-	}
-	if _, err := os.Stat(e.cfg.Socket); !os.IsNotExist(err) {
-		t.Errorf("socket left behind: %v", err)
-	}
-	if _, err := e.rt.State(ctx, e.cfg.ID); !errdefs.IsNotFound(err) {
-		t.Errorf("runtime still knows the container: %v", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.args, nil)
+			if tc.edit != nil {
+				tc.edit(&e.cfg)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := monitor.Start(ctx, e.cfg)
+			if err == nil {
+				t.Fatal("start succeeded")
+			}
+			t.Logf("start error: %v", err)
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not mention %q", err, tc.wantText)
+			}
+			if pids := processesMentioning(e.cfg.ID); len(pids) != 0 {
+				t.Errorf("processes left behind: %v", pids)
+			}
+			if _, err := os.Stat(e.cfg.Socket); !os.IsNotExist(err) {
+				t.Errorf("socket left behind: %v", err)
+			}
+			if _, err := e.rt.State(ctx, e.cfg.ID); !errdefs.IsNotFound(err) {
+				t.Errorf("runtime still knows the container: %v", err)
+			}
+		})
 	}
 }
 
