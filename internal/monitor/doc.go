@@ -27,6 +27,7 @@
 // Log format, one record per line: `<RFC3339Nano UTC> <stdout|stderr> <F|P>
 // <content>`. Content lines longer than 16 KiB are split into P records
 // followed by a final F record. An unterminated line at end of stream is
-// written as F (as containerd does): the kubelet's reader treats F as the
-// end of a message either way.
+// written as F: nothing will complete it, and the kubelet's reader ends a
+// message at F. A line of exactly 16 KiB yields a P record and an empty F
+// record. A "\r" before the newline is dropped.
 package monitor
