@@ -94,6 +94,11 @@ type Input struct {
 	RecursiveReadOnlySupported bool
 }
 
+// ociVersion is the spec version crib writes: the newest that every runtime
+// it supports accepts (crun 1.8, Debian 12's, refuses 1.2 and later). crib
+// uses nothing of the later versions that older runtimes would misread.
+const ociVersion = "1.1.0"
+
 // Build returns the OCI runtime spec for in. It reads only the files named in
 // the package documentation and never changes anything.
 func Build(in Input) (*specs.Spec, error) {
@@ -118,7 +123,7 @@ func Build(in Input) (*specs.Spec, error) {
 		b.seccomp,
 	}
 	b.spec = &specs.Spec{
-		Version: specs.Version,
+		Version: ociVersion,
 		Process: &specs.Process{},
 		Root: &specs.Root{
 			Path:     in.RootfsPath,
