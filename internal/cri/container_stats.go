@@ -1,0 +1,154 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/stats"
+)
+
+const (
+	// cpuSampleFile, in a container's state dir or a pod's dir, keeps the
+	// last CPU reading so that the next one can give a rate.
+	cpuSampleFile = "cpu-sample"
+	// writableLayerMaxEntries bounds the walk of a writable layer; a
+	// larger layer is reported by its first entries.
+	writableLayerMaxEntries = 100_000
+)
+
+// ContainerStats reports one container's CPU, memory, swap and writable
+// layer usage.
+func (s *Server) ContainerStats(ctx context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+	c, err := s.containers.Get(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.containerStats(ctx, s.statsReader(), c)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStatsResponse{Stats: st}, nil
+}
+
+// statsReader reads the host's cgroups as crib's runtimes name them.
+func (s *Server) statsReader() *stats.Reader {
+	return stats.NewReader(stats.Config{
+		Unified: cgroups.Mode() == cgroups.Unified,
+		Systemd: s.info.CgroupDriver == "systemd",
+	})
+}
+
+// containerStats samples c from its cgroup and writable layer, with file
+// reads only. Created and running containers have a cgroup (the runtime
+// made it at create); exited ones are reported by their writable layer
+// alone. A figure that cannot be read is left out; the error says why,
+// while the stats returned are as complete as they could be made.
+func (s *Server) containerStats(ctx context.Context, r *stats.Reader, c container.Container) (*runtimeapi.ContainerStats, error) {
+	st := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
+		Id:          c.ID,
+		Metadata:    c.Config.GetMetadata(),
+		Labels:      c.Config.GetLabels(),
+		Annotations: c.Config.GetAnnotations(),
+	}}
+	paths, err := s.containers.StatsPaths(c)
+	if err != nil {
+		return st, fmt.Errorf("container %s stats: %w", c.ID, err)
+	}
+	var errs []error
+	if c.State == container.Created || c.State == container.Running {
+		smp, err := r.Read(ctx, paths.CgroupsPath)
+		switch {
+		case errdefs.IsNotFound(err):
+			// Exited meanwhile and deleted by the runtime.
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			st.Cpu = cpuUsage(smp, filepath.Join(paths.StateDir, cpuSampleFile))
+			st.Memory = memoryUsage(smp)
+			st.Swap = swapUsage(smp)
+		}
+	}
+	layer, err := writableLayer(ctx, paths)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	st.WritableLayer = layer
+	if err := errors.Join(errs...); err != nil {
+		return st, fmt.Errorf("container %s stats: %w", c.ID, err)
+	}
+	return st, nil
+}
+
+// writableLayer measures the container's overlay upper dir. A layer
+// already removed reads as empty.
+func writableLayer(ctx context.Context, paths container.StatsPaths) (*runtimeapi.FilesystemUsage, error) {
+	now := time.Now()
+	u, err := stats.Disk(ctx, paths.WritableLayer, writableLayerMaxEntries)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return nil, err
+	}
+	return &runtimeapi.FilesystemUsage{
+		Timestamp:  now.UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: paths.FsRoot},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: u.Bytes},
+		InodesUsed: &runtimeapi.UInt64Value{Value: u.Inodes},
+	}, nil
+}
+
+// cpuUsage is the sample's CPU time, with the rate since the previous
+// reading recorded in sampleFile when there is one.
+func cpuUsage(smp stats.Sample, sampleFile string) *runtimeapi.CpuUsage {
+	if smp.CPU == nil {
+		return nil
+	}
+	u := &runtimeapi.CpuUsage{
+		Timestamp:            smp.Time.UnixNano(),
+		UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: smp.CPU.UsageNanos},
+	}
+	// A rate that cannot be recorded or computed is left out, as on a
+	// first reading.
+	rate, ok, err := stats.CPURate(sampleFile, stats.CPUPoint{Time: smp.Time, UsageNanos: smp.CPU.UsageNanos})
+	if ok && err == nil {
+		u.UsageNanoCores = &runtimeapi.UInt64Value{Value: rate}
+	}
+	return u
+}
+
+func memoryUsage(smp stats.Sample) *runtimeapi.MemoryUsage {
+	m := smp.Memory
+	if m == nil {
+		return nil
+	}
+	return &runtimeapi.MemoryUsage{
+		Timestamp:       smp.Time.UnixNano(),
+		WorkingSetBytes: &runtimeapi.UInt64Value{Value: m.WorkingSet},
+		AvailableBytes:  &runtimeapi.UInt64Value{Value: m.Available()},
+		UsageBytes:      &runtimeapi.UInt64Value{Value: m.Usage},
+		RssBytes:        &runtimeapi.UInt64Value{Value: m.RSS},
+		PageFaults:      &runtimeapi.UInt64Value{Value: m.PageFaults},
+		MajorPageFaults: &runtimeapi.UInt64Value{Value: m.MajorPageFaults},
+	}
+}
+
+func swapUsage(smp stats.Sample) *runtimeapi.SwapUsage {
+	sw := smp.Swap
+	if sw == nil {
+		return nil
+	}
+	u := &runtimeapi.SwapUsage{
+		Timestamp:      smp.Time.UnixNano(),
+		SwapUsageBytes: &runtimeapi.UInt64Value{Value: sw.Usage},
+	}
+	if sw.Limited {
+		u.SwapAvailableBytes = &runtimeapi.UInt64Value{Value: sw.Available()}
+	}
+	return u
+}

@@ -1,0 +1,36 @@
+package cri
+
+import (
+	"context"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ListContainerStats reports every container that matches the filter (id
+// or prefix, sandbox id or prefix, labels), as containerd does: exited
+// containers too, by their writable layer. It reads files only, never asks
+// the runtime; a container whose figures cannot all be read is reported
+// with what could be, and the reason logged.
+func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
+	f := req.GetFilter()
+	r := s.statsReader()
+	resp := &runtimeapi.ListContainerStatsResponse{}
+	for _, c := range s.containers.List() {
+		switch {
+		case f.GetId() != "" && !strings.HasPrefix(c.ID, f.GetId()):
+		case f.GetPodSandboxId() != "" && !strings.HasPrefix(c.SandboxID, f.GetPodSandboxId()):
+		case !matchLabels(f.GetLabelSelector(), c.Config.GetLabels()):
+		default:
+			st, err := s.containerStats(ctx, r, c)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				s.log.Warn("container stats incomplete", "container", c.ID, "err", err)
+			}
+			resp.Stats = append(resp.Stats, st)
+		}
+	}
+	return resp, nil
+}
