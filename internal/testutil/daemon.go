@@ -164,11 +164,9 @@ func (d *Daemon) configTOML(level string, registries map[string][]string) []byte
 	return []byte(b.String())
 }
 
-// loadImage runs `crib image load` on the daemon's root; the daemon must
-// not be running.
 func (d *Daemon) loadImage(t testing.TB, tarball string) {
 	t.Helper()
-	cmd := exec.Command(d.Binary, "image", "load", "--config", d.Config, "--root", d.Root, tarball)
+	cmd := exec.Command(d.Binary, "image", "load", "--config", d.Config, tarball)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("crib image load %s: %v\n%s", tarball, err, out)
 	}
@@ -348,4 +346,11 @@ func linkOrCopy(src, dst string) error {
 		return fmt.Errorf("copy crib binary: %w", err)
 	}
 	return nil
+}
+
+// LoadImage loads an image tarball with `crib image load`: through the
+// daemon when it runs, into its root otherwise.
+func (d *Daemon) LoadImage(t testing.TB, tarball string) {
+	t.Helper()
+	d.loadImage(t, tarball)
 }
