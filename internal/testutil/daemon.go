@@ -44,12 +44,10 @@ type Options struct {
 // under Dir, and CRI clients connected to its socket. Runtime and Images
 // are replaced on Restart.
 type Daemon struct {
-	// Dir holds everything of this daemon but its state directory: the
-	// binary it runs, its config, log, root and the pods' log directories.
-	Dir  string
-	Root string
-	// State is the daemon's runtime state directory, a separate short path
-	// (see StartDaemon).
+	// Dir holds everything of this daemon: the binary it runs, its config,
+	// log, root, state and the pods' log directories.
+	Dir    string
+	Root   string
 	State  string
 	Socket string
 	// LogDir is where tests put pods' log directories.
@@ -85,19 +83,11 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// crib puts each container's monitor socket at
-	// <state>/containers/<64-hex id>/monitor.sock, which leaves 18 bytes
-	// for the state directory itself.
-	stateDir, err := os.MkdirTemp("/tmp", "cs")
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatal(err)
-	}
 	d := &Daemon{
 		Dir:          dir,
 		Root:         filepath.Join(dir, "root"),
-		State:        stateDir,
-		Socket:       filepath.Join(stateDir, "crib.sock"),
+		State:        filepath.Join(dir, "state"),
+		Socket:       filepath.Join(dir, "state", "crib.sock"),
 		LogDir:       filepath.Join(dir, "logs"),
 		Config:       filepath.Join(dir, "crib.toml"),
 		Log:          filepath.Join(dir, "daemon.log"),
