@@ -68,18 +68,30 @@ func TestSharedPIDNamespace(t *testing.T) {
 		e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 		ids = append(ids, id)
 	}
-	for i, id := range ids {
-		ps := string(e.exec(id, "ps", "-o", "pid,args").Stdout)
-		for _, want := range []string{"sleep 3601", "sleep 3602"} {
-			if !strings.Contains(ps, want) {
-				t.Errorf("container %d does not see %q in the shared PID namespace:\n%s", i+1, want, ps)
+	check := func(t *testing.T) {
+		for i, id := range ids {
+			ps := string(e.exec(id, "ps", "-o", "pid,args").Stdout)
+			for _, want := range []string{"sleep 3601", "sleep 3602"} {
+				if !strings.Contains(ps, want) {
+					t.Errorf("container %d does not see %q in the shared PID namespace:\n%s", i+1, want, ps)
+				}
+			}
+			argv := strings.Split(strings.TrimRight(string(e.exec(id, "cat", "/proc/1/cmdline").Stdout), "\x00"), "\x00")
+			if len(argv) != 2 || argv[1] != "pause" {
+				t.Errorf("PID 1 of the pod is %q, want crib's pause", argv)
 			}
 		}
-		argv := strings.Split(strings.TrimRight(string(e.exec(id, "cat", "/proc/1/cmdline").Stdout), "\x00"), "\x00")
-		if len(argv) != 2 || argv[1] != "pause" {
-			t.Errorf("PID 1 of the pod is %q, want crib's pause", argv)
-		}
 	}
+	check(t)
+	t.Run("after daemon restart", func(t *testing.T) {
+		e.d.Kill9(t)
+		e.d.Restart(t)
+		ps, err := e.rt().PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podID})
+		if err != nil || ps.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Fatalf("pod after restart: %v, %v; want READY", ps.GetStatus().GetState(), err)
+		}
+		check(t)
+	})
 }
 
 func TestHostNetworkPod(t *testing.T) {

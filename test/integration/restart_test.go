@@ -26,6 +26,8 @@ func TestDaemonRestartKeepsContainers(t *testing.T) {
 		`echo waiting; while [ ! -e /signal/go ]; do sleep 0.1; done; echo bye; exit 4`)
 	waiterCfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/signal", HostPath: signal}}
 	waiter := e.run(podID, pod, waiterCfg)
+	// late is created before the restarts and started after them.
+	late := e.create(podID, pod, e.ctrConfig("late", "sh", "-c", "echo late start; sleep 3600"))
 	counterLog := e.waitState(counter, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second).LogPath
 	waiterLog := e.waitState(waiter, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second).LogPath
 	waitLog(t, counterLog, "count 3\n", 10*time.Second)
@@ -58,6 +60,18 @@ func TestDaemonRestartKeepsContainers(t *testing.T) {
 	if out := e.exec(counter, "echo", "adopted"); string(out.Stdout) != "adopted\n" {
 		t.Errorf("ExecSync after restart = %q", out.Stdout)
 	}
+
+	// A graceful restart keeps them too.
+	e.d.Restart(t)
+	if st := e.status(counter); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("counter after a graceful restart: %s (reason %q, message %q), want RUNNING", st.State, st.Reason, st.Message)
+	}
+	if st := e.status(late); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		t.Errorf("created container after restarts: %s (reason %q, message %q), want CREATED", st.State, st.Reason, st.Message)
+	}
+	e.start(late)
+	lateLog := e.waitState(late, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second).LogPath
+	waitLog(t, lateLog, "late start\n", 10*time.Second)
 
 	ws := e.waitState(waiter, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
 	if ws.ExitCode != 4 || ws.Reason != "Error" {
