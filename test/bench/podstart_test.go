@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
+)
+
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+
+// BenchmarkPodStart measures, alternately in each iteration, the time from
+// RunPodSandbox to a running busybox container (host network, one
+// container) through crib, and the time of a bare `runc run -d` of the
+// same image rootfs. It reports both and their ratio; teardown is not
+// timed.
+func BenchmarkPodStart(b *testing.B) {
+	img := testutil.Busybox(b)
+	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
+	ctx := context.Background()
+	bundle := runcBundle(b, d, img.Ref)
+	runcRoot := b.TempDir()
+	errFile, err := os.CreateTemp(b.TempDir(), "runc-stderr")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer errFile.Close()
+
+	var cribTotal, runcTotal time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		podID := startPod(ctx, b, d, img.Ref, i)
+		cribTotal += time.Since(start)
+
+		id := fmt.Sprintf("bench-%d", i)
+		start = time.Now()
+		// The detached container inherits runc's stdio: a pipe would
+		// never close, so runc's errors go to a file.
+		run := exec.Command("runc", "--root", runcRoot, "run", "-d", "--bundle", bundle, id)
+		run.Stderr = errFile
+		if err := run.Run(); err != nil {
+			out, _ := os.ReadFile(errFile.Name())
+			b.Fatalf("runc run: %v: %s", err, out)
+		}
+		runcTotal += time.Since(start)
+
+		b.StopTimer()
+		if out, err := exec.Command("runc", "--root", runcRoot, "delete", "--force", id).CombinedOutput(); err != nil {
+			b.Fatalf("runc delete: %v: %s", err, out)
+		}
+		if _, err := d.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(cribTotal.Microseconds())/n, "crib-µs/pod")
+	b.ReportMetric(float64(runcTotal.Microseconds())/n, "runc-µs/run")
+	b.ReportMetric(float64(cribTotal)/float64(runcTotal), "crib/runc")
+}
+
+func startPod(ctx context.Context, b *testing.B, d *testutil.Daemon, image string, i int) string {
+	b.Helper()
+	pod := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "bench", Namespace: "bench", Uid: fmt.Sprintf("bench-%d", i)},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{
+				Network: runtimeapi.NamespaceMode_NODE,
+				Pid:     runtimeapi.NamespaceMode_CONTAINER,
+			},
+		}},
+	}
+	sb, err := d.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pod})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctr, err := d.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId:  sb.PodSandboxId,
+		SandboxConfig: pod,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
+			Image:    &runtimeapi.ImageSpec{Image: image},
+			Command:  []string{"sleep", "3600"},
+			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{
+					Network: runtimeapi.NamespaceMode_NODE,
+					Pid:     runtimeapi.NamespaceMode_CONTAINER,
+				},
+			}},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		b.Fatal(err)
+	}
+	return sb.PodSandboxId
+}
+
+// runcBundle writes an OCI bundle whose rootfs is the image's unpacked
+// layer in crib's store (read-only, so both sides start from the same
+// files), with runc's default spec on the host network.
+func runcBundle(b *testing.B, d *testutil.Daemon, image string) string {
+	b.Helper()
+	st, err := d.Images.ImageStatus(context.Background(), &runtimeapi.ImageStatusRequest{
+		Image: &runtimeapi.ImageSpec{Image: image}, Verbose: true,
+	})
+	if err != nil || st.Image == nil {
+		b.Fatalf("image status: %v", err)
+	}
+	var info struct {
+		ChainIDs []string `json:"chainIDs"`
+	}
+	if err := json.Unmarshal([]byte(st.Info["info"]), &info); err != nil || len(info.ChainIDs) != 1 {
+		b.Fatalf("image info %q: want one layer (%v)", st.Info["info"], err)
+	}
+	hex := info.ChainIDs[0][len("sha256:"):]
+	rootfs := filepath.Join(d.Root, "images", "snapshots", hex, "fs")
+
+	bundle := b.TempDir()
+	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
+		b.Fatalf("runc spec: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		b.Fatal(err)
+	}
+	spec.Root = &specs.Root{Path: rootfs, Readonly: true}
+	spec.Process.Terminal = false
+	spec.Process.Args = []string{"sleep", "3600"}
+	var ns []specs.LinuxNamespace
+	for _, n := range spec.Linux.Namespaces {
+		if n.Type != specs.NetworkNamespace {
+			ns = append(ns, n)
+		}
+	}
+	spec.Linux.Namespaces = ns
+	out, err := json.Marshal(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), out, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return bundle
+}
