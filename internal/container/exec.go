@@ -69,7 +69,7 @@ func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout
 		Stdin: bytes.NewReader(nil), Stdout: stdout, Stderr: stderr,
 	})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("exec in container %s: %w", c.ID, err)
+		return ExecResult{}, err
 	}
 	return ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(code)}, nil
 }

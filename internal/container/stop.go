@@ -80,9 +80,18 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 	return nil
 }
 
-// stopSignal is the CRI config's stop signal, else the image's, else
-// SIGTERM.
+// stopSignal is the signal that stops c: the CRI config's, else the
+// image's STOPSIGNAL, else SIGTERM.
 func (m *Manager) stopSignal(c Container) syscall.Signal {
+	if sig := c.EffectiveStopSignal(); sig != 0 {
+		return sig
+	}
+	return syscall.SIGTERM
+}
+
+// EffectiveStopSignal is the CRI config's stop signal, else the image's
+// STOPSIGNAL, or 0 when neither names one (SIGTERM is then used).
+func (c Container) EffectiveStopSignal() syscall.Signal {
 	if s := c.Config.GetStopSignal(); s != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
 		if sig := unix.SignalNum(strings.TrimPrefix(s.String(), "SIGNAL_")); sig != 0 {
 			return sig
@@ -92,9 +101,8 @@ func (m *Manager) stopSignal(c Container) syscall.Signal {
 		if sig, err := parseSignal(c.StopSignal); err == nil {
 			return sig
 		}
-		m.log.Warn("ignore unknown image stop signal", "container", c.ID, "signal", c.StopSignal)
 	}
-	return syscall.SIGTERM
+	return 0
 }
 
 // parseSignal reads a STOPSIGNAL value: "SIGQUIT", "QUIT" or "3".

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/containerd/cgroups/v3"
@@ -16,9 +15,6 @@ import (
 )
 
 const (
-	// cpuSampleFile, in a container's state dir or a pod's dir, keeps the
-	// last CPU reading so that the next one can give a rate.
-	cpuSampleFile = "cpu-sample"
 	// writableLayerMaxEntries bounds the walk of a writable layer; a
 	// larger layer is reported by its first entries.
 	writableLayerMaxEntries = 100_000
@@ -71,7 +67,7 @@ func (s *Server) containerStats(ctx context.Context, r *stats.Reader, c containe
 		case err != nil:
 			errs = append(errs, err)
 		default:
-			st.Cpu = cpuUsage(smp, filepath.Join(paths.StateDir, cpuSampleFile))
+			st.Cpu = s.cpuUsage(smp, c.ID)
 			st.Memory = memoryUsage(smp)
 			st.Swap = swapUsage(smp)
 		}
@@ -104,8 +100,8 @@ func writableLayer(ctx context.Context, paths container.StatsPaths) (*runtimeapi
 }
 
 // cpuUsage is the sample's CPU time, with the rate since the previous
-// reading recorded in sampleFile when there is one.
-func cpuUsage(smp stats.Sample, sampleFile string) *runtimeapi.CpuUsage {
+// reading of the same key when there is one.
+func (s *Server) cpuUsage(smp stats.Sample, key string) *runtimeapi.CpuUsage {
 	if smp.CPU == nil {
 		return nil
 	}
@@ -113,10 +109,9 @@ func cpuUsage(smp stats.Sample, sampleFile string) *runtimeapi.CpuUsage {
 		Timestamp:            smp.Time.UnixNano(),
 		UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: smp.CPU.UsageNanos},
 	}
-	// A rate that cannot be recorded or computed is left out, as on a
-	// first reading.
-	rate, ok, err := stats.CPURate(sampleFile, stats.CPUPoint{Time: smp.Time, UsageNanos: smp.CPU.UsageNanos})
-	if ok && err == nil {
+	// A first reading has no rate yet; it is left out.
+	rate, ok := s.cpuRates.Rate(key, stats.CPUPoint{Time: smp.Time, UsageNanos: smp.CPU.UsageNanos})
+	if ok {
 		u.UsageNanoCores = &runtimeapi.UInt64Value{Value: rate}
 	}
 	return u
@@ -151,4 +146,16 @@ func swapUsage(smp stats.Sample) *runtimeapi.SwapUsage {
 		u.SwapAvailableBytes = &runtimeapi.UInt64Value{Value: sw.Available()}
 	}
 	return u
+}
+
+// forgetGoneRates drops the CPU readings of containers and pods that no
+// longer exist.
+func (s *Server) forgetGoneRates() {
+	s.cpuRates.Keep(func(id string) bool {
+		if _, err := s.containers.Get(id); err == nil {
+			return true
+		}
+		_, err := s.sandboxes.Get(id)
+		return err == nil
+	})
 }

@@ -14,6 +14,11 @@ import (
 // with what could be, and the reason logged.
 func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
 	f := req.GetFilter()
+	if f == nil {
+		// The kubelet's periodic unfiltered listing is where readings of
+		// removed containers and pods are let go.
+		defer s.forgetGoneRates()
+	}
 	r := s.statsReader()
 	resp := &runtimeapi.ListContainerStatsResponse{}
 	for _, c := range s.containers.List() {

@@ -3,6 +3,8 @@ package cri
 import (
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
@@ -113,7 +115,7 @@ func containerStatus(c container.Container) *runtimeapi.ContainerStatus {
 		Mounts:      c.Config.GetMounts(),
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: c.Config.GetLinux().GetResources()},
-		StopSignal:  c.Config.GetStopSignal(),
+		StopSignal:  stopSignal(c),
 	}
 	return st
 }
@@ -140,4 +142,13 @@ func criImage(img image.Image) *runtimeapi.Image {
 	uid, name := imageUser(img.Config.Config.User)
 	out.Uid, out.Username = uid, name
 	return out
+}
+
+// stopSignal is the signal StopContainer sends c, as the CRI enum.
+func stopSignal(c container.Container) runtimeapi.Signal {
+	sig := c.EffectiveStopSignal()
+	if sig == 0 {
+		return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT
+	}
+	return runtimeapi.Signal(runtimeapi.Signal_value["SIGNAL_"+unix.SignalName(sig)])
 }

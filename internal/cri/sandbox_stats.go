@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -64,7 +63,7 @@ func (s *Server) sandboxStats(ctx context.Context, r *stats.Reader, sb sandbox.S
 		case err != nil:
 			errs = append(errs, err)
 		default:
-			linux.Cpu = cpuUsage(smp, filepath.Join(sb.Dir, cpuSampleFile))
+			linux.Cpu = s.cpuUsage(smp, sb.ID)
 			linux.Memory = memoryUsage(smp)
 			if smp.Pids != nil {
 				linux.Process = &runtimeapi.ProcessUsage{

@@ -8,6 +8,7 @@ import (
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/stats"
 )
 
 // Info is what the server reports about the runtime.
@@ -34,6 +35,9 @@ type Server struct {
 	containers *container.Manager
 	images     *image.Store
 	log        *slog.Logger
+	// cpuRates holds the previous CPU reading of each container and pod,
+	// keyed by id, for the CPU rates of the stats RPCs.
+	cpuRates stats.Rates
 }
 
 // New returns a Server over the given managers.

@@ -1,13 +1,7 @@
 package stats
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,57 +24,35 @@ func NanoCores(prev, cur CPUPoint) (uint64, bool) {
 	return uint64(used / float64(elapsed) * float64(time.Second)), true
 }
 
-// CPURate returns the CPU rate since the point last recorded in file (see
-// NanoCores) and records cur there for the next caller. The file belongs
-// to one cgroup's owner and should live in a directory that goes away with
-// it; a missing or unreadable previous point only means there is no rate
-// yet. Concurrent callers each see a whole point: the file is replaced,
-// never rewritten in place.
-func CPURate(file string, cur CPUPoint) (uint64, bool, error) {
-	prev, _ := readPoint(file)
-	rate, ok := NanoCores(prev, cur)
-	if err := writePoint(file, cur); err != nil {
-		return rate, ok, err
-	}
-	return rate, ok, nil
+// Rates remembers the last CPU point of each cgroup owner, to turn the
+// cumulative counter into a rate between two readings. The zero value is
+// ready; it is safe for concurrent use.
+type Rates struct {
+	mu   sync.Mutex
+	last map[string]CPUPoint
 }
 
-func readPoint(file string) (CPUPoint, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return CPUPoint{}, err
+// Rate returns the CPU rate of key since its previous point (see
+// NanoCores) and records cur as the next previous one.
+func (r *Rates) Rate(key string, cur CPUPoint) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]CPUPoint{}
 	}
-	f := strings.Fields(string(data))
-	if len(f) != 2 {
-		return CPUPoint{}, fmt.Errorf("cpu sample %s: malformed", file)
-	}
-	at, err1 := strconv.ParseInt(f[0], 10, 64)
-	usage, err2 := strconv.ParseUint(f[1], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return CPUPoint{}, fmt.Errorf("cpu sample %s: %w", file, err)
-	}
-	return CPUPoint{Time: time.Unix(0, at), UsageNanos: usage}, nil
+	prev := r.last[key]
+	r.last[key] = cur
+	return NanoCores(prev, cur)
 }
 
-func writePoint(file string, p CPUPoint) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+"-*")
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			// The owner's directory is gone: it was removed meanwhile.
-			return nil
+// Keep forgets the points of every key for which live is false, so that
+// removed containers and pods do not accumulate.
+func (r *Rates) Keep(live func(key string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.last {
+		if !live(k) {
+			delete(r.last, k)
 		}
-		return fmt.Errorf("record cpu sample: %w", err)
 	}
-	_, err = fmt.Fprintf(tmp, "%d %d\n", p.Time.UnixNano(), p.UsageNanos)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("record cpu sample: %w", err)
-	}
-	return nil
 }

@@ -1,8 +1,6 @@
 package stats
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -30,41 +28,32 @@ func TestNanoCores(t *testing.T) {
 	}
 }
 
-func TestCPURate(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "cpu-sample")
+func TestRates(t *testing.T) {
+	var r Rates
 	t0 := time.Unix(2000, 0)
 	steps := []struct {
+		key    string
 		cur    CPUPoint
 		want   uint64
 		wantOK bool
 	}{
-		{CPUPoint{t0, 1e9}, 0, false},
-		{CPUPoint{t0.Add(time.Second), 1.5e9}, 500e6, true},
-		{CPUPoint{t0.Add(3 * time.Second), 5.5e9}, 2e9, true},
+		{"a", CPUPoint{t0, 1e9}, 0, false},
+		{"b", CPUPoint{t0, 7}, 0, false},
+		{"a", CPUPoint{t0.Add(time.Second), 1.5e9}, 500e6, true},
+		{"a", CPUPoint{t0.Add(3 * time.Second), 5.5e9}, 2e9, true},
+		{"b", CPUPoint{t0.Add(time.Second), 7}, 0, true},
 	}
 	for i, s := range steps {
-		got, ok, err := CPURate(file, s.cur)
-		if err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
+		got, ok := r.Rate(s.key, s.cur)
 		if got != s.want || ok != s.wantOK {
-			t.Errorf("step %d: CPURate = %d, %v; want %d, %v", i, got, ok, s.want, s.wantOK)
+			t.Errorf("step %d: Rate(%s) = %d, %v; want %d, %v", i, s.key, got, ok, s.want, s.wantOK)
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 {
-		t.Errorf("dir holds %v (err %v), want only the sample file", entries, err)
+	r.Keep(func(k string) bool { return k == "a" })
+	if _, ok := r.Rate("b", CPUPoint{t0.Add(time.Hour), 8}); ok {
+		t.Error("Rate of a forgotten key has a previous point")
 	}
-
-	if err := os.WriteFile(file, []byte("garbage"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, err := CPURate(file, CPUPoint{t0.Add(time.Hour), 1}); ok || err != nil {
-		t.Errorf("CPURate over a malformed file = %v, %v; want no rate and no error", ok, err)
-	}
-	gone := filepath.Join(dir, "removed", "cpu-sample")
-	if _, ok, err := CPURate(gone, CPUPoint{t0, 1}); ok || err != nil {
-		t.Errorf("CPURate in a removed dir = %v, %v; want no rate and no error", ok, err)
+	if _, ok := r.Rate("a", CPUPoint{t0.Add(time.Hour), 6e9}); !ok {
+		t.Error("Rate of a kept key lost its previous point")
 	}
 }
