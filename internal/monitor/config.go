@@ -24,6 +24,9 @@ type StartConfig struct {
 	SystemdCgroup bool
 	// NoPivot creates the container without pivot_root.
 	NoPivot bool
+	// Run starts the container as well (the runtime's `run --detach`)
+	// instead of only creating it.
+	Run bool
 	// LogPath is the CRI log file; its directory must exist. Empty
 	// discards the output.
 	LogPath string
@@ -75,6 +78,7 @@ func (c *StartConfig) args() []string {
 		"--runtime-root=" + c.RuntimeRoot,
 		"--systemd-cgroup=" + strconv.FormatBool(c.SystemdCgroup),
 		"--no-pivot=" + strconv.FormatBool(c.NoPivot),
+		"--run=" + strconv.FormatBool(c.Run),
 		"--log-path=" + c.LogPath,
 		"--exit-file=" + c.ExitFile,
 		"--socket=" + c.Socket,
@@ -95,6 +99,7 @@ func parseArgs(argv []string) (StartConfig, error) {
 	fs.StringVar(&c.RuntimeRoot, "runtime-root", "", "OCI runtime state root")
 	fs.BoolVar(&c.SystemdCgroup, "systemd-cgroup", false, "use systemd cgroups")
 	fs.BoolVar(&c.NoPivot, "no-pivot", false, "create without pivot_root")
+	fs.BoolVar(&c.Run, "run", false, "start the container too")
 	fs.StringVar(&c.LogPath, "log-path", "", "CRI log file")
 	fs.StringVar(&c.ExitFile, "exit-file", "", "exit record file")
 	fs.StringVar(&c.Socket, "socket", "", "control socket")

@@ -123,6 +123,31 @@ func TestLogAndExitCode(t *testing.T) {
 	}
 }
 
+func TestRunMode(t *testing.T) {
+	e := newEnv(t, []string{"sh", "-c", "echo started; read x; exit 7"}, nil)
+	e.cfg.Run = true
+	e.cfg.Stdin = true
+	h := e.start(t)
+	st, err := e.rt.State(context.Background(), e.cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != "running" || st.Pid != h.ContainerPid {
+		t.Fatalf("state after Start in run mode = %+v, want running with pid %d", st, h.ContainerPid)
+	}
+	// The monitor holds stdin open, so the container waits on read until
+	// it is killed.
+	if err := e.rt.Kill(context.Background(), e.cfg.ID, syscall.SIGKILL, false); err != nil {
+		t.Fatal(err)
+	}
+	if ex := e.wait(t); ex.ExitCode != 137 {
+		t.Errorf("exit code %d, want 137", ex.ExitCode)
+	}
+	if recs := readLog(t, e.cfg.LogPath); len(recs) != 1 || recs[0].Content != "started" {
+		t.Errorf("log records %v, want the one line", recs)
+	}
+}
+
 func TestKilledContainerExitCode(t *testing.T) {
 	tests := []struct {
 		name  string

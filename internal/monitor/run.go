@@ -103,9 +103,11 @@ func (m *monitor) create() (*container, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
 	}
-	args := rt.CreateArgs(cfg.ID, ociruntime.CreateOpts{
-		Bundle: cfg.Bundle, PidFile: cfg.PidFile, NoPivot: cfg.NoPivot, LogFile: runtimeLog,
-	})
+	opts := ociruntime.CreateOpts{Bundle: cfg.Bundle, PidFile: cfg.PidFile, NoPivot: cfg.NoPivot, LogFile: runtimeLog}
+	args := rt.CreateArgs(cfg.ID, opts)
+	if cfg.Run {
+		args = rt.RunArgs(cfg.ID, opts)
+	}
 	cmd := exec.Command(cfg.RuntimeBinary, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.childIn, p.childOut, p.childErr
 	runErr := cmd.Run()

@@ -68,4 +68,10 @@ func TestCreateArgs(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("create args (-want +got):\n%s", d)
 	}
+	got = r.RunArgs("c1", ociruntime.CreateOpts{Bundle: "/b", PidFile: "/p"})
+	want = []string{"--root", "/run/x", "--log", "/log", "--log-format", "json", "--systemd-cgroup",
+		"run", "--detach", "--bundle", "/b", "--pid-file", "/p", "c1"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("run args (-want +got):\n%s", d)
+	}
 }
