@@ -13,7 +13,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/image"
-	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
@@ -50,8 +49,7 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 }
 
 func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, logFile string) (err error) {
-	rt, err := m.runtime(sb.RuntimeHandler)
-	if err != nil {
+	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
 		return err
 	}
 	c := &Container{
@@ -123,26 +121,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err := os.MkdirAll(m.stateDir(id), 0o700); err != nil {
 		return fmt.Errorf("create container state dir: %w", err)
 	}
-	h, err := monitor.Start(ctx, monitor.StartConfig{
-		ID:            id,
-		Bundle:        m.bundle(id),
-		RuntimeBinary: rt.Binary,
-		RuntimeRoot:   rt.Root,
-		SystemdCgroup: rt.SystemdCgroup,
-		LogPath:       logFile,
-		ExitFile:      m.exitFile(id),
-		Socket:        m.socket(id),
-		PidFile:       filepath.Join(m.stateDir(id), "pid"),
-		MonitorLog:    filepath.Join(m.stateDir(id), "monitor.log"),
-		Stdin:         cfg.GetStdin(),
-		StdinOnce:     cfg.GetStdinOnce(),
-		Terminal:      cfg.GetTty(),
-		SelfExe:       m.cfg.Self,
-	})
-	if err != nil {
-		return fmt.Errorf("create container: %w", err)
-	}
-	c.Pid = h.ContainerPid
+	// Like containerd, crib leaves the OCI runtime out of creation: Start
+	// creates and starts the runtime's container in one call, which is
+	// cheaper than two.
 	c.State = Created
 	if err := m.save(c); err != nil {
 		return err
@@ -152,7 +133,6 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	m.mu.Lock()
 	m.byID[id] = e
 	m.mu.Unlock()
-	go m.watch(e)
 	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())
 	return nil
 }

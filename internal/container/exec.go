@@ -107,7 +107,13 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 		return nil
 	}
 	oci := ocispec.UpdateResources(res, m.cfg.Hugetlb)
-	if err := rt.Update(ctx, c.ID, oci); err != nil {
+	if c.State == Created {
+		// The runtime does not know the container yet: the new values go
+		// into the spec it will be started from.
+		if err := m.updateSpecResources(c.ID, oci); err != nil {
+			return err
+		}
+	} else if err := rt.Update(ctx, c.ID, oci); err != nil {
 		return fmt.Errorf("update container %s: %w", c.ID, err)
 	}
 	return m.update(e, func(c *Container) {
@@ -118,6 +124,23 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 		cfg.Linux.Resources = res
 		c.Config = cfg
 	})
+}
+
+// updateSpecResources replaces the cgroup resources in c's OCI spec.
+func (m *Manager) updateSpecResources(id string, res *specs.LinuxResources) error {
+	spec, err := m.readSpec(id)
+	if err != nil {
+		return err
+	}
+	if spec.Linux == nil {
+		spec.Linux = &specs.Linux{}
+	}
+	// Device rules are the spec's own, not part of an update.
+	if spec.Linux.Resources != nil {
+		res.Devices = spec.Linux.Resources.Devices
+	}
+	spec.Linux.Resources = res
+	return writeSpec(m.bundle(id), spec)
 }
 
 // ReopenLog makes the container's monitor reopen its log file, after the

@@ -3,9 +3,13 @@ package container
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/monitor"
 )
 
 // Restore loads the containers recorded on disk: creations the daemon died
@@ -47,12 +51,30 @@ func (m *Manager) Restore(ctx context.Context) error {
 		e := &entry{c: *c, exited: make(chan struct{})}
 		m.byID[c.ID] = e
 		m.names.Hold(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
-		switch c.State {
-		case Created, Running:
+		switch {
+		case c.State == Running:
 			go m.watch(e)
+		case c.State == Created && m.startedUnrecorded(c.ID):
+			// The daemon died inside Start, after the monitor had
+			// started the container: adopt it as running.
+			if err := m.update(e, func(c *Container) { c.State = Running; c.StartedAt = time.Now() }); err != nil {
+				return err
+			}
+			go m.watch(e)
+		case c.State == Created:
 		default:
 			close(e.exited)
 		}
 	}
 	return nil
+}
+
+// startedUnrecorded reports whether a container recorded as created has a
+// monitor, or an exit record: only Start makes either.
+func (m *Manager) startedUnrecorded(id string) bool {
+	if _, ok, _ := monitor.ReadExit(m.exitFile(id)); ok {
+		return true
+	}
+	_, err := os.Stat(m.socket(id))
+	return err == nil
 }

@@ -3,11 +3,13 @@ package container
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/containerd/errdefs"
 
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/sandbox"
 )
 
@@ -30,25 +32,66 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	// Taken before runc start: the container may exit, and its watcher
-	// record the exit, before Start returns.
+	// Taken before the runtime starts it: the container may exit, and its
+	// watcher record the exit, before Start returns.
 	started := time.Now()
-	if err := rt.Start(ctx, c.ID); err != nil {
+	h, err := monitor.Start(ctx, m.monitorConfig(c, rt))
+	if err != nil {
+		m.startFailed(ctx, e, rt, err)
 		return fmt.Errorf("start container %s: %w", c.ID, err)
 	}
 	err = m.update(e, func(c *Container) {
-		// The container may already have exited and been recorded by
-		// its watcher; then only the start time is new.
-		if c.State == Created {
-			c.State = Running
-		}
+		c.State = Running
 		c.StartedAt = started
+		c.Pid = h.ContainerPid
 	})
 	if err != nil {
 		return err
 	}
+	go m.watch(e)
 	m.log.Info("container started", "container", c.ID)
 	return nil
+}
+
+// monitorConfig is how c's monitor creates and starts it.
+func (m *Manager) monitorConfig(c Container, rt *ociruntime.Runtime) monitor.StartConfig {
+	return monitor.StartConfig{
+		ID:            c.ID,
+		Bundle:        m.bundle(c.ID),
+		RuntimeBinary: rt.Binary,
+		RuntimeRoot:   rt.Root,
+		SystemdCgroup: rt.SystemdCgroup,
+		Run:           true,
+		LogPath:       c.LogPath,
+		ExitFile:      m.exitFile(c.ID),
+		Socket:        m.socket(c.ID),
+		PidFile:       filepath.Join(m.stateDir(c.ID), "pid"),
+		MonitorLog:    filepath.Join(m.stateDir(c.ID), "monitor.log"),
+		Stdin:         c.Config.GetStdin(),
+		StdinOnce:     c.Config.GetStdinOnce(),
+		Terminal:      c.Config.GetTty(),
+		SelfExe:       m.cfg.Self,
+	}
+}
+
+// startFailed records a start that failed the way the kubelet expects to
+// see it (exited, reason StartError) and removes what the runtime may have
+// left of the container.
+func (m *Manager) startFailed(ctx context.Context, e *entry, rt *ociruntime.Runtime, cause error) {
+	if err := rt.Delete(context.WithoutCancel(ctx), e.c.ID, true); err != nil {
+		m.log.Warn("clean up after a failed start", "container", e.c.ID, "err", err)
+	}
+	err := m.update(e, func(c *Container) {
+		c.State = Exited
+		c.FinishedAt = time.Now()
+		c.ExitCode = 128
+		c.Reason = "StartError"
+		c.Message = cause.Error()
+	})
+	if err != nil {
+		m.log.Error("record failed start", "container", e.c.ID, "err", err)
+	}
+	close(e.exited)
 }
 
 // watch waits for the container's exit through its monitor and records it.

@@ -42,7 +42,9 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 		return err
 	}
 	switch c.State {
-	case Exited:
+	case Exited, Created:
+		// A created container has no process yet: the runtime only
+		// learns of it at Start.
 		return nil
 	case Unknown:
 		// Nothing is known: make sure no process of it is left.
