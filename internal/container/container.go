@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/reserve"
@@ -85,8 +86,8 @@ type Config struct {
 	// StateDir holds per-container runtime files: the monitor's socket, pid
 	// file, log and the exit record.
 	StateDir string
-	// Self is the crib binary, run as `crib monitor`.
-	Self string
+	// Monitors starts the containers' monitors.
+	Monitors *monitor.Pool
 	// Runtimes are the OCI runtimes by handler; "" is the default.
 	Runtimes map[string]*ociruntime.Runtime
 	// CgroupDriver is "cgroupfs" or "systemd"; CgroupV2 is set on a

@@ -35,7 +35,7 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	// Taken before the runtime starts it: the container may exit, and its
 	// watcher record the exit, before Start returns.
 	started := time.Now()
-	h, err := monitor.Start(ctx, m.monitorConfig(c, rt))
+	h, err := m.cfg.Monitors.Start(ctx, m.monitorConfig(c, rt))
 	if err != nil {
 		m.startFailed(ctx, e, rt, err)
 		return fmt.Errorf("start container %s: %w", c.ID, err)
@@ -70,7 +70,6 @@ func (m *Manager) monitorConfig(c Container, rt *ociruntime.Runtime) monitor.Sta
 		Stdin:         c.Config.GetStdin(),
 		StdinOnce:     c.Config.GetStdinOnce(),
 		Terminal:      c.Config.GetTty(),
-		SelfExe:       m.cfg.Self,
 	}
 }
 

@@ -93,10 +93,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		CgroupDriver: d.cfg.CgroupDriver,
 		CgroupParent: d.cfg.CgroupParent,
 	}, d.db, d.log)
+	// One monitor waits ahead of need: a container start then waits for
+	// no process start-up but the OCI runtime's.
+	monitors := monitor.NewPool(d.self, 1)
+	defer monitors.Close()
 	containers := container.New(container.Config{
 		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
 		StateDir:       filepath.Join(d.cfg.State, "containers"),
-		Self:           d.self,
+		Monitors:       monitors,
 		Runtimes:       runtimes,
 		CgroupDriver:   d.cfg.CgroupDriver,
 		CgroupV2:       cgroups.Mode() == cgroups.Unified,
@@ -110,6 +114,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := containers.Restore(ctx); err != nil {
 		return err
 	}
+	monitors.Warm()
 
 	d.server = cri.New(cri.Info{
 		Version:        Version,

@@ -2,6 +2,9 @@ package monitor
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -14,6 +17,9 @@ import (
 
 // syncFd is the descriptor of the sync pipe in the monitor process.
 const syncFd = 3
+
+// idleCommand is the argument of a monitor started ahead of need.
+const idleCommand = "idle"
 
 // execShimCommand is the argument that turns the monitor binary into the
 // OCI runtime exec shim (see ociruntime.ExecShimMain).
@@ -34,10 +40,14 @@ type startResult struct {
 // Main is the body of `crib monitor ARGS...` (and of `crib monitor
 // exec-shim ...`). It returns the process exit status.
 func Main(args []string) int {
-	if len(args) > 0 && args[0] == execShimCommand {
-		return ociruntime.ExecShimMain(args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case execShimCommand:
+			return ociruntime.ExecShimMain(args[1:])
+		case idleCommand:
+			return idleMain()
+		}
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	var syncPipe *os.File
 	if _, err := unix.FcntlInt(syncFd, unix.F_GETFD, 0); err == nil {
 		unix.CloseOnExec(syncFd)
@@ -46,10 +56,50 @@ func Main(args []string) int {
 	cfg, err := parseArgs(args)
 	if err != nil {
 		report(syncPipe, startResult{Error: err.Error()})
-		logger.Error("bad arguments", "err", err)
+		slog.Error("bad arguments", "err", err)
 		return 2
 	}
-	logger = logger.With("container", cfg.ID)
+	return serve(cfg, syncPipe)
+}
+
+// idleMain is a monitor started ahead of need (see Pool): it waits for its
+// container's configuration on the connection to the daemon, and quits
+// quietly when the daemon closes it first.
+func idleMain() int {
+	if _, err := unix.FcntlInt(syncFd, unix.F_GETFD, 0); err != nil {
+		slog.Error("idle monitor without a daemon connection", "err", err)
+		return 2
+	}
+	unix.CloseOnExec(syncFd)
+	conn := os.NewFile(syncFd, "daemon")
+	var cfg StartConfig
+	if err := json.NewDecoder(conn).Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0
+		}
+		report(conn, startResult{Error: fmt.Sprintf("read monitor config: %v", err)})
+		return 2
+	}
+	if err := cfg.validate(); err != nil {
+		report(conn, startResult{Error: err.Error()})
+		return 2
+	}
+	if cfg.MonitorLog != "" {
+		f, err := openMonitorLog(cfg.MonitorLog)
+		if err != nil {
+			report(conn, startResult{Error: err.Error()})
+			return 2
+		}
+		_ = unix.Dup3(int(f.Fd()), 2, 0)
+		f.Close()
+	}
+	return serve(cfg, conn)
+}
+
+// serve runs the monitor of cfg's container, reporting the create result
+// on syncPipe.
+func serve(cfg StartConfig, syncPipe *os.File) int {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("container", cfg.ID)
 	// The monitor ends when its container ends. Hangups, broken pipes and
 	// polite termination requests (a service manager stopping the daemon)
 	// must not end it early: the container would lose its stdout and die

@@ -53,41 +53,79 @@ func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	if err != nil {
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
 	}
-	defer syncR.Close()
-	cmd := exec.Command(cfg.SelfExe, append([]string{"monitor"}, cfg.args()...)...)
-	cmd.Stderr = stderr
-	cmd.ExtraFiles = []*os.File{syncW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// Do not pin the daemon's working directory for the container's life.
-	cmd.Dir = "/"
-	err = cmd.Start()
-	syncW.Close()
+	p, err := spawn(cfg.SelfExe, append([]string{"monitor"}, cfg.args()...), stderr, syncW, syncR)
 	if err != nil {
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
 	}
+	return p.await(ctx, cfg)
+}
 
+// process is a monitor process as the daemon sees it: conn is the daemon's
+// end of its sync pipe or connection; done closes once it is reaped.
+type process struct {
+	cmd  *exec.Cmd
+	conn *os.File
+	done chan struct{}
+}
+
+// spawn starts self with args in its own session, childEnd as its fd 3 and
+// stderr as its standard error, and reaps it in the background. It closes
+// childEnd, which the child has its own copy of.
+func spawn(self string, args []string, stderr, childEnd, conn *os.File) (*process, error) {
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = stderr
+	cmd.ExtraFiles = []*os.File{childEnd}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Do not pin the daemon's working directory for the container's life.
+	cmd.Dir = "/"
+	err := cmd.Start()
+	childEnd.Close()
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	p := &process{cmd: cmd, conn: conn, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// await reads the monitor's report on the container's creation.
+func (p *process) await(ctx context.Context, cfg StartConfig) (Handle, error) {
+	defer p.conn.Close()
 	results := make(chan startResult, 1)
-	go func() { results <- readStartResult(syncR) }()
+	go func() { results <- readStartResult(p.conn) }()
 	var res startResult
 	select {
 	case res = <-results:
 	case <-ctx.Done():
 		// The monitor leads its own process group; the runtime's create
 		// is in it too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Process.Kill()
+		<-p.done
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, ctx.Err())
 	}
 	if res.Error != "" || res.Pid <= 0 {
-		reap(cmd)
+		p.reap()
 		if res.Error == "" {
 			res.Error = "monitor exited without reporting" + monitorLogTail(cfg.MonitorLog)
 		}
 		return Handle{}, startError(cfg.ID, res.Error)
 	}
-	go func() { _ = cmd.Wait() }()
-	return Handle{ContainerPid: res.Pid, MonitorPid: cmd.Process.Pid}, nil
+	return Handle{ContainerPid: res.Pid, MonitorPid: p.cmd.Process.Pid}, nil
+}
+
+// reap waits for a failed monitor to exit, killing it if it lingers.
+func (p *process) reap() {
+	select {
+	case <-p.done:
+	case <-time.After(reapTimeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // startError rebuilds the monitor's error, keeping its class: the message
@@ -109,21 +147,6 @@ func readStartResult(r io.Reader) startResult {
 		return startResult{Error: fmt.Sprintf("decode monitor report %q: %v", b, err)}
 	}
 	return res
-}
-
-// reap waits for a failed monitor to exit, killing it if it lingers.
-func reap(cmd *exec.Cmd) {
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(reapTimeout):
-		_ = cmd.Process.Kill()
-		<-done
-	}
 }
 
 func openMonitorLog(path string) (*os.File, error) {
