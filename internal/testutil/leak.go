@@ -172,11 +172,26 @@ func (d *Daemon) processes() []process {
 		}
 		cmdline := strings.TrimSpace(string(bytes.ReplaceAll(raw, []byte{0}, []byte{' '})))
 		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if d.mentions(cmdline) || d.under(exe) {
+		if (d.mentions(cmdline) || d.under(exe)) && !d.idleMonitor(pid, cmdline) {
 			out = append(out, process{pid: pid, cmdline: cmdline})
 		}
 	}
 	return out
+}
+
+// idleMonitor reports whether pid is a monitor the running daemon keeps
+// waiting for a container (see monitor.Pool): the daemon's child, with no
+// container (no child) of its own. It quits when the daemon stops.
+func (d *Daemon) idleMonitor(pid int, cmdline string) bool {
+	if !d.Running() || !strings.HasSuffix(cmdline, " monitor idle") {
+		return false
+	}
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil || len(bytes.TrimSpace(children)) != 0 {
+		return false
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return err == nil && bytes.Contains(status, []byte(fmt.Sprintf("\nPPid:\t%d\n", d.Pid())))
 }
 
 // cgroupParents are the daemon's cgroup parent in every hierarchy.
