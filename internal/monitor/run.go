@@ -110,7 +110,9 @@ func (m *monitor) create() (*container, error) {
 	}
 	cmd := exec.Command(cfg.RuntimeBinary, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.childIn, p.childOut, p.childErr
+	began := time.Now()
 	runErr := cmd.Run()
+	m.logger.Info("runtime returned", "args", args[len(args)-1], "duration", time.Since(began))
 	p.closeChildEnds()
 	if runErr != nil {
 		p.closeOurEnds()
