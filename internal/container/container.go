@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -57,6 +58,9 @@ type Container struct {
 	// StopSignal is the image's STOPSIGNAL, used when the CRI config names
 	// none.
 	StopSignal string
+	// User is the identity the container's process runs as, resolved
+	// from the CRI config and the image's /etc/passwd and /etc/group.
+	User specs.User
 }
 
 // record is the on-disk form of a Container.
@@ -100,8 +104,9 @@ type Config struct {
 	Hugetlb bool
 	// HostCaps bounds the capabilities containers may get.
 	HostCaps ocispec.HostCaps
-	// RecursiveReadOnly says "rro" mounts work here.
-	RecursiveReadOnly bool
+	// RecursiveReadOnly names the runtime handlers that make "rro" mounts
+	// (the runtime and the kernel must both support them).
+	RecursiveReadOnly map[string]bool
 }
 
 // Manager runs the containers of one daemon.

@@ -104,12 +104,13 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		OOMScoreAdjMin:             m.cfg.OOMScoreAdjMin,
 		HostCaps:                   m.cfg.HostCaps,
 		Hugetlb:                    m.cfg.Hugetlb,
-		RecursiveReadOnlySupported: m.cfg.RecursiveReadOnly,
+		RecursiveReadOnlySupported: m.cfg.RecursiveReadOnly[sb.RuntimeHandler],
 	})
 	if err != nil {
 		return fmt.Errorf("build OCI spec: %w", err)
 	}
 	spec.Root.Path = rootfs
+	c.User = spec.Process.User
 	if err := writeSpec(m.bundle(id), spec); err != nil {
 		return err
 	}

@@ -116,6 +116,7 @@ func containerStatus(c container.Container) *runtimeapi.ContainerStatus {
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: c.Config.GetLinux().GetResources()},
 		StopSignal:  stopSignal(c),
+		User:        containerUser(c),
 	}
 	return st
 }
@@ -151,4 +152,17 @@ func stopSignal(c container.Container) runtimeapi.Signal {
 		return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT
 	}
 	return runtimeapi.Signal(runtimeapi.Signal_value["SIGNAL_"+unix.SignalName(sig)])
+}
+
+// containerUser is the identity of the container's first process.
+func containerUser(c container.Container) *runtimeapi.ContainerUser {
+	groups := make([]int64, len(c.User.AdditionalGids))
+	for i, g := range c.User.AdditionalGids {
+		groups[i] = int64(g)
+	}
+	return &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{
+		Uid:                int64(c.User.UID),
+		Gid:                int64(c.User.GID),
+		SupplementalGroups: groups,
+	}}
 }

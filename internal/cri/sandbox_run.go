@@ -2,14 +2,13 @@ package cri
 
 import (
 	"context"
-	"slices"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // RunPodSandbox creates and starts a pod sandbox.
 func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
-	if !slices.Contains(s.info.Handlers, req.GetRuntimeHandler()) {
+	if _, ok := s.info.handler(req.GetRuntimeHandler()); !ok {
 		return nil, invalid("runtime_handler %q is not configured or its runtime is not installed", req.GetRuntimeHandler())
 	}
 	id, err := s.sandboxes.Run(ctx, req.GetConfig(), req.GetRuntimeHandler())

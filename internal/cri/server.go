@@ -17,11 +17,29 @@ type Info struct {
 	Version string
 	// CgroupDriver is "cgroupfs" or "systemd".
 	CgroupDriver string
-	// Handlers are the runtime handler names that are usable, "" first.
-	Handlers []string
+	// Handlers are the usable runtime handlers, "" (the default) first.
+	Handlers []Handler
 	// NetworkReady and NetworkMessage describe pod networking.
 	NetworkReady   bool
 	NetworkMessage string
+}
+
+// Handler is one runtime handler and what it supports.
+type Handler struct {
+	Name string
+	// RecursiveReadOnly says the handler's runtime and the kernel make
+	// recursive read-only mounts.
+	RecursiveReadOnly bool
+}
+
+// handler returns the handler named name.
+func (i Info) handler(name string) (Handler, bool) {
+	for _, h := range i.Handlers {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Handler{}, false
 }
 
 // Server implements the CRI services. RPCs crib does not implement yet

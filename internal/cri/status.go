@@ -7,8 +7,9 @@ import (
 )
 
 // Status reports runtime and network readiness and what each runtime
-// handler supports. Features are advertised only where crib implements
-// them: no user namespaces and no recursive read-only mounts yet.
+// handler supports. Features are advertised only where they work: no user
+// namespaces yet; recursive read-only mounts where the runtime and kernel
+// make them.
 func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: s.info.NetworkReady}
 	if !s.info.NetworkReady {
@@ -20,12 +21,14 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			{Type: runtimeapi.RuntimeReady, Status: true},
 			network,
 		}},
-		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: false},
+		// crib resolves supplemental groups itself, from the image's
+		// /etc/group, so both policies work with any OCI runtime.
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}
 	for _, h := range s.info.Handlers {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
-			Name:     h,
-			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: false, UserNamespaces: false},
+			Name:     h.Name,
+			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnly, UserNamespaces: false},
 		})
 	}
 	if req.GetVerbose() {

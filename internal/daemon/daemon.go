@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/monitor"
-	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/state"
@@ -54,7 +52,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
-	runtimes, handlers, err := d.runtimes()
+	runtimes, handlers, err := d.runtimes(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,15 +96,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	monitors := monitor.NewPool(d.self, 1)
 	defer monitors.Close()
 	containers := container.New(container.Config{
-		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
-		StateDir:       filepath.Join(d.cfg.State, "containers"),
-		Monitors:       monitors,
-		Runtimes:       runtimes,
-		CgroupDriver:   d.cfg.CgroupDriver,
-		CgroupV2:       cgroups.Mode() == cgroups.Unified,
-		OOMScoreAdjMin: oomScoreAdjMin(),
-		HostCaps:       hostCaps,
-		Hugetlb:        hasController("hugetlb"),
+		BundleDir:         filepath.Join(d.cfg.Root, "containers"),
+		StateDir:          filepath.Join(d.cfg.State, "containers"),
+		Monitors:          monitors,
+		RecursiveReadOnly: rroHandlers(handlers),
+		Runtimes:          runtimes,
+		CgroupDriver:      d.cfg.CgroupDriver,
+		CgroupV2:          cgroups.Mode() == cgroups.Unified,
+		OOMScoreAdjMin:    oomScoreAdjMin(),
+		HostCaps:          hostCaps,
+		Hugetlb:           hasController("hugetlb"),
 	}, d.db, images, sandboxes, d.log)
 	if err := sandboxes.Restore(ctx); err != nil {
 		return err
@@ -208,36 +207,6 @@ func (d *Daemon) prepareRoots() error {
 		os.Remove(probe.Name())
 	}
 	return nil
-}
-
-// runtimes resolves the configured OCI runtimes. The default one must be
-// installed; others are offered as handlers only when they are.
-func (d *Daemon) runtimes() (map[string]*ociruntime.Runtime, []string, error) {
-	out := map[string]*ociruntime.Runtime{}
-	handlers := []string{""}
-	for name, rc := range d.cfg.Runtimes {
-		path, err := exec.LookPath(rc.Path)
-		if err != nil {
-			if name == d.cfg.DefaultRuntime {
-				return nil, nil, fmt.Errorf("default OCI runtime %q: %s not found: install it (Debian: apt-get install %s) or set runtimes.%s.path in %s",
-					name, rc.Path, name, name, config.DefaultPath)
-			}
-			d.log.Debug("runtime not installed; handler not offered", "handler", name, "path", rc.Path)
-			continue
-		}
-		rt := &ociruntime.Runtime{
-			Binary:        path,
-			Root:          d.cfg.RuntimeRoot(name),
-			SystemdCgroup: d.cfg.CgroupDriver == "systemd",
-			ExecShim:      monitor.ExecShimArgs(d.self),
-		}
-		out[name] = rt
-		handlers = append(handlers, name)
-		if name == d.cfg.DefaultRuntime {
-			out[""] = rt
-		}
-	}
-	return out, handlers, nil
 }
 
 func registries(in map[string]config.Registry) map[string]image.Registry {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,6 +138,18 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(v, "runc version ") {
 		t.Errorf("version %q", v)
+	}
+}
+
+func TestFeatures(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	f, err := ociruntimetest.NewRuntime(t).Features(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every runc that answers `features` knows bind mounts.
+	if !slices.Contains(f.MountOptions, "rbind") {
+		t.Errorf("mount options %v lack rbind", f.MountOptions)
 	}
 }
 

@@ -71,3 +71,22 @@ func (r *Runtime) Version(ctx context.Context) (string, error) {
 	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return first, nil
 }
+
+// Features is what the runtime says it supports (`runtime features`, OCI
+// runtime features document). Runtimes too old to answer have none.
+type Features struct {
+	MountOptions []string `json:"mountOptions"`
+}
+
+// Features asks the runtime what it supports.
+func (r *Runtime) Features(ctx context.Context) (Features, error) {
+	out, err := r.run(ctx, nil, "features")
+	if err != nil {
+		return Features{}, fmt.Errorf("runtime features: %w", err)
+	}
+	var f Features
+	if err := json.Unmarshal(out, &f); err != nil {
+		return Features{}, fmt.Errorf("runtime features: decode: %w", err)
+	}
+	return f, nil
+}
