@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Builds crib and a busybox image, starts crib on its embedded defaults in
-# throwaway directories, runs a pod that prints to its log, shows the log
-# and cleans everything up. Run as root on Debian.
+# Builds crib and a busybox image, starts crib on its embedded defaults
+# (state in throwaway directories; pod network: crib's default CNI bridge,
+# crib0 on 10.88.0.0/16, written to /etc/cni/net.d when that is empty),
+# runs a pod that prints to its log, shows the log and cleans up. Run as
+# root on Debian.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v runc >/dev/null || need+=(runc)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+dpkg -s containernetworking-plugins >/dev/null 2>&1 || need+=(containernetworking-plugins iptables)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export PATH=$PATH:$(go env GOPATH)/bin
 
 need=()
-for pkg in runc busybox-static iproute2 util-linux ca-certificates curl; do
+for pkg in runc busybox-static containernetworking-plugins iptables iproute2 util-linux ca-certificates curl; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,23 @@ type Config struct {
 	// MaxLayerSize bounds the uncompressed size of one image layer in
 	// bytes; 0 means no bound.
 	MaxLayerSize int64 `toml:"max_layer_size"`
+
+	// Network configures pod networking through CNI.
+	Network Network `toml:"network"`
+}
+
+// Network configures CNI.
+type Network struct {
+	// ConfDir holds the CNI network configurations; crib uses the first
+	// and writes its default there when there is none.
+	ConfDir string `toml:"conf_dir"`
+	// PluginDirs are searched for CNI plugin binaries.
+	PluginDirs []string `toml:"plugin_dirs"`
+	// Name, Bridge and Subnet describe the default network crib writes:
+	// its CNI name, the host bridge and the pod CIDR.
+	Name   string `toml:"name"`
+	Bridge string `toml:"bridge"`
+	Subnet string `toml:"subnet"`
 }
 
 // Runtime is one OCI runtime binary.
@@ -88,6 +106,13 @@ func Default() Config {
 			"crun": {Path: "crun"},
 		},
 		ShmSize: 64 << 20,
+		Network: Network{
+			ConfDir:    "/etc/cni/net.d",
+			PluginDirs: []string{"/opt/cni/bin", "/usr/lib/cni"},
+			Name:       "crib",
+			Bridge:     "crib0",
+			Subnet:     "10.88.0.0/16",
+		},
 	}
 }
 
@@ -171,6 +196,18 @@ func (c Config) Validate() error {
 	}
 	if c.MaxLayerSize < 0 {
 		errs = append(errs, fmt.Errorf("max_layer_size: %d is negative", c.MaxLayerSize))
+	}
+	if !filepath.IsAbs(c.Network.ConfDir) {
+		errs = append(errs, fmt.Errorf("network.conf_dir: %q is not an absolute path", c.Network.ConfDir))
+	}
+	if len(c.Network.PluginDirs) == 0 {
+		errs = append(errs, fmt.Errorf("network.plugin_dirs: empty"))
+	}
+	if _, _, err := net.ParseCIDR(c.Network.Subnet); err != nil {
+		errs = append(errs, fmt.Errorf("network.subnet: %q is not a CIDR", c.Network.Subnet))
+	}
+	if c.Network.Name == "" || c.Network.Bridge == "" || len(c.Network.Bridge) > 15 {
+		errs = append(errs, fmt.Errorf("network.name and network.bridge must be set; a bridge name has at most 15 characters"))
 	}
 	for host, r := range c.Registries {
 		for i, m := range r.Mirrors {

@@ -85,6 +85,8 @@ func TestValidate(t *testing.T) {
 		}, "mirrors[0]"},
 		{"shm", func(c *Config) { c.ShmSize = 0 }, "shm_size"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
+		{"subnet", func(c *Config) { c.Network.Subnet = "10.88.0.0" }, "network.subnet"},
+		{"bridge name", func(c *Config) { c.Network.Bridge = "a-bridge-name-too-long" }, "network.bridge"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,7 +38,7 @@ func sandboxStatus(sb sandbox.Sandbox) *runtimeapi.PodSandboxStatus {
 		Metadata:  sb.Config.GetMetadata(),
 		State:     sandboxState(sb),
 		CreatedAt: sb.CreatedAt.UnixNano(),
-		Network:   &runtimeapi.PodSandboxNetworkStatus{},
+		Network:   sandboxNetwork(sb),
 		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{
 			Network:  ns.GetNetwork(),
 			Pid:      ns.GetPid(),
@@ -165,4 +165,17 @@ func containerUser(c container.Container) *runtimeapi.ContainerUser {
 		Gid:                int64(c.User.GID),
 		SupplementalGroups: groups,
 	}}
+}
+
+// sandboxNetwork is the pod's IPs, the primary first.
+func sandboxNetwork(sb sandbox.Sandbox) *runtimeapi.PodSandboxNetworkStatus {
+	st := &runtimeapi.PodSandboxNetworkStatus{}
+	for i, ip := range sb.IPs {
+		if i == 0 {
+			st.Ip = ip
+			continue
+		}
+		st.AdditionalIps = append(st.AdditionalIps, &runtimeapi.PodIP{Ip: ip})
+	}
+	return st
 }

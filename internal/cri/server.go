@@ -19,9 +19,14 @@ type Info struct {
 	CgroupDriver string
 	// Handlers are the usable runtime handlers, "" (the default) first.
 	Handlers []Handler
-	// NetworkReady and NetworkMessage describe pod networking.
-	NetworkReady   bool
-	NetworkMessage string
+}
+
+// Network is what the server needs of pod networking.
+type Network interface {
+	// Ready reports whether pods can be networked, and why not.
+	Ready() (bool, string)
+	// SetPodCIDR applies the kubelet's pod CIDR to the default network.
+	SetPodCIDR(cidr string) error
 }
 
 // Handler is one runtime handler and what it supports.
@@ -52,6 +57,7 @@ type Server struct {
 	sandboxes  *sandbox.Manager
 	containers *container.Manager
 	images     *image.Store
+	network    Network
 	log        *slog.Logger
 	// cpuRates holds the previous CPU reading of each container and pod,
 	// keyed by id, for the CPU rates of the stats RPCs.
@@ -59,8 +65,8 @@ type Server struct {
 }
 
 // New returns a Server over the given managers.
-func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, log *slog.Logger) *Server {
-	return &Server{info: info, sandboxes: sandboxes, containers: containers, images: images, log: log}
+func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, log *slog.Logger) *Server {
+	return &Server{info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, log: log}
 }
 
 var (

@@ -11,10 +11,11 @@ import (
 // namespaces yet; recursive read-only mounts where the runtime and kernel
 // make them.
 func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
-	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: s.info.NetworkReady}
-	if !s.info.NetworkReady {
+	ready, why := s.network.Ready()
+	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: ready}
+	if !ready {
 		network.Reason = "NetworkPluginNotReady"
-		network.Message = s.info.NetworkMessage
+		network.Message = "network plugin is not ready: " + why
 	}
 	resp := &runtimeapi.StatusResponse{
 		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{

@@ -21,6 +21,7 @@ import (
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/state"
@@ -84,13 +85,29 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	netctx, stopNetwork := context.WithCancel(ctx)
+	defer stopNetwork()
+	pods := network.New(network.Config{
+		ConfDir:    d.cfg.Network.ConfDir,
+		PluginDirs: d.cfg.Network.PluginDirs,
+		CacheDir:   filepath.Join(d.cfg.Root, "cni", "cache"),
+		Defaults: network.Defaults{
+			Name:        d.cfg.Network.Name,
+			Bridge:      d.cfg.Network.Bridge,
+			Subnet:      d.cfg.Network.Subnet,
+			IPAMDataDir: filepath.Join(d.cfg.Root, "cni", "networks"),
+		},
+	}, d.log)
+	if err := pods.Start(netctx); err != nil {
+		return err
+	}
 	sandboxes := sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
 		Self:         d.self,
 		ShmSize:      d.cfg.ShmSize,
 		CgroupDriver: d.cfg.CgroupDriver,
 		CgroupParent: d.cfg.CgroupParent,
-	}, d.db, d.log)
+	}, d.db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
 	monitors := monitor.NewPool(d.self, 1)
@@ -116,12 +133,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	monitors.Warm()
 
 	d.server = cri.New(cri.Info{
-		Version:        Version,
-		CgroupDriver:   d.cfg.CgroupDriver,
-		Handlers:       handlers,
-		NetworkReady:   false,
-		NetworkMessage: "CNI networking is not implemented yet: pods get a network namespace with loopback only, or the host network",
-	}, sandboxes, containers, images, d.log)
+		Version:      Version,
+		CgroupDriver: d.cfg.CgroupDriver,
+		Handlers:     handlers,
+	}, sandboxes, containers, images, pods, d.log)
 	return d.serve(ctx)
 }
 

@@ -296,3 +296,33 @@ func (m *Manager) attachedWith(p Pod) (*libcni.NetworkConfigList, error) {
 	}
 	return cur, curErr
 }
+
+// SetPodCIDR makes cidr the subnet of the default network for the pods
+// that come next, when the network in use is the default one crib wrote;
+// an operator's own configuration is left alone.
+func (m *Manager) SetPodCIDR(cidr string) error {
+	if cidr == "" {
+		return nil
+	}
+	if _, _, err := net.ParseCIDR(cidr); err != nil {
+		return fmt.Errorf("pod CIDR %q: %w", cidr, errdefs.ErrInvalidArgument)
+	}
+	files, err := confFiles(m.cfg.ConfDir)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 || filepath.Base(files[0]) != DefaultConfName {
+		m.log.Info("pod CIDR not applied: the CNI network is not crib's default", "cidr", cidr)
+		return nil
+	}
+	m.mu.Lock()
+	m.cfg.Defaults.Subnet = cidr
+	d := m.cfg.Defaults
+	m.mu.Unlock()
+	if err := writeDefault(m.cfg.ConfDir, d); err != nil {
+		return err
+	}
+	m.reload()
+	m.log.Info("default CNI network uses the pod CIDR", "cidr", cidr)
+	return nil
+}

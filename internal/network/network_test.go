@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,14 @@ func TestConfDirWatch(t *testing.T) {
 		t.Errorf("Setup without a configuration = %v, want FailedPrecondition", err)
 	}
 
+	// A new pod CIDR applies to crib's default network only.
+	if err := m.SetPodCIDR("10.99.0.0/16"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DefaultConfName)); !os.IsNotExist(err) {
+		t.Errorf("SetPodCIDR wrote the default network back while none was in use: %v", err)
+	}
+
 	conf := `{"cniVersion": "1.0.0", "name": "other", "plugins": [{"type": "loopback"}]}`
 	if err := os.WriteFile(filepath.Join(dir, "20-other.conflist"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -97,6 +106,28 @@ func TestConfDirWatch(t *testing.T) {
 	waitReady(t, m, true)
 	if list, _ := m.current(); list == nil || list.Name != "other" {
 		t.Errorf("current network = %v, want other", list)
+	}
+}
+
+func TestSetPodCIDR(t *testing.T) {
+	dir := t.TempDir()
+	m := New(Config{ConfDir: dir, PluginDirs: pluginDirs, CacheDir: t.TempDir(), Defaults: Defaults{
+		Name: "crib", Bridge: "crib0", Subnet: "10.88.0.0/16", IPAMDataDir: t.TempDir(),
+	}}, discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetPodCIDR("10.99.0.0/16"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, DefaultConfName))
+	if err != nil || !strings.Contains(string(data), "10.99.0.0/16") {
+		t.Errorf("default network after SetPodCIDR: %s (%v)", data, err)
+	}
+	if err := m.SetPodCIDR("10.99.0.0"); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("SetPodCIDR of a bad CIDR = %v, want InvalidArgument", err)
 	}
 }
 

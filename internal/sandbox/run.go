@@ -89,6 +89,11 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		return err
 	}
 	s.NetNS, s.IPCNS, s.UTSNS = pinned[netns.Net], pinned[netns.IPC], pinned[netns.UTS]
+	if !hostNet {
+		if err := m.attach(ctx, s); err != nil {
+			return err
+		}
+	}
 
 	if hostIPC {
 		s.ShmPath = "/dev/shm"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/reserve"
 	"github.com/crib-dev/crib/internal/state"
 )
@@ -43,6 +45,10 @@ type Sandbox struct {
 	// zero when the pod does not share one.
 	PausePid   int
 	PauseStart uint64
+	// IPs are the pod's addresses, the primary first; NetworkAttached is
+	// set while the pod is attached to the CNI network.
+	IPs             []string
+	NetworkAttached bool
 	// CgroupParent is the pod's cgroup, under which containers get theirs.
 	CgroupParent string
 	// OwnCgroup is set when crib chose CgroupParent and must remove it.
@@ -87,12 +93,19 @@ type Config struct {
 	CgroupParent string
 }
 
+// Network is what the Manager needs of pod networking.
+type Network interface {
+	Setup(ctx context.Context, p network.Pod) ([]net.IP, error)
+	Teardown(ctx context.Context, p network.Pod) error
+}
+
 // Manager runs the pod sandboxes of one daemon.
 type Manager struct {
-	cfg   Config
-	db    *state.DB
-	log   *slog.Logger
-	names *reserve.Names
+	cfg     Config
+	db      *state.DB
+	log     *slog.Logger
+	names   *reserve.Names
+	network Network
 
 	mu   sync.RWMutex
 	byID map[string]*Sandbox
@@ -101,8 +114,8 @@ type Manager struct {
 }
 
 // New returns a Manager; it does no I/O until Restore.
-func New(cfg Config, db *state.DB, log *slog.Logger) *Manager {
-	return &Manager{cfg: cfg, db: db, log: log, names: reserve.New(), byID: map[string]*Sandbox{}}
+func New(cfg Config, db *state.DB, net Network, log *slog.Logger) *Manager {
+	return &Manager{cfg: cfg, db: db, log: log, network: net, names: reserve.New(), byID: map[string]*Sandbox{}}
 }
 
 // nameKey is the CRI identity of a sandbox: a second sandbox with the same

@@ -2,17 +2,22 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/pause"
 	"github.com/crib-dev/crib/internal/state"
 )
@@ -32,7 +37,37 @@ func requiresRoot(t *testing.T) {
 	}
 }
 
+// fakeNetwork records attachments and hands out one address per pod.
+type fakeNetwork struct {
+	mu        sync.Mutex
+	setups    []string
+	teardowns []string
+	setupErr  error
+}
+
+func (f *fakeNetwork) Setup(_ context.Context, p network.Pod) ([]net.IP, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.setupErr != nil {
+		return nil, f.setupErr
+	}
+	f.setups = append(f.setups, p.ID)
+	return []net.IP{net.IPv4(10, 88, 0, byte(len(f.setups)))}, nil
+}
+
+func (f *fakeNetwork) Teardown(_ context.Context, p network.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.teardowns = append(f.teardowns, p.ID)
+	return nil
+}
+
 func newManager(t *testing.T, dir string) (*Manager, *state.DB) {
+	m, db, _ := newManagerWithNetwork(t, dir)
+	return m, db
+}
+
+func newManagerWithNetwork(t *testing.T, dir string) (*Manager, *state.DB, *fakeNetwork) {
 	t.Helper()
 	db, err := state.Open(filepath.Join(dir, "meta.db"))
 	if err != nil {
@@ -42,17 +77,18 @@ func newManager(t *testing.T, dir string) (*Manager, *state.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fn := &fakeNetwork{}
 	m := New(Config{
 		StateDir:     filepath.Join(dir, "sandboxes"),
 		Self:         self,
 		ShmSize:      16 << 20,
 		CgroupDriver: "cgroupfs",
 		CgroupParent: "/crib-test",
-	}, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, db, fn, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := m.Restore(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return m, db
+	return m, db, fn
 }
 
 func podConfig(name string, pid runtimeapi.NamespaceMode) *runtimeapi.PodSandboxConfig {
@@ -136,6 +172,71 @@ func TestRunStopRemove(t *testing.T) {
 		_ = m.Remove(ctx, s.ID)
 	}
 	assertNothingLeft(t, dir)
+}
+
+func TestNetworkAttachedOnce(t *testing.T) {
+	requiresRoot(t)
+	dir := t.TempDir()
+	m, db, fn := newManagerWithNetwork(t, dir)
+	defer db.Close()
+	ctx := context.Background()
+	cfg := podConfig("net", runtimeapi.NamespaceMode_CONTAINER)
+	cfg.PortMappings = []*runtimeapi.PortMapping{{ContainerPort: 80, HostPort: 8080}}
+	cfg.Annotations = map[string]string{ingressBandwidthAnnotation: "10M"}
+	id, err := m.Run(ctx, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m.Get(id)
+	if !s.NetworkAttached || len(s.IPs) != 1 || s.IPs[0] != "10.88.0.1" {
+		t.Errorf("sandbox network after Run: attached=%v IPs=%v", s.NetworkAttached, s.IPs)
+	}
+	for i := 0; i < 3; i++ {
+		if err := m.Stop(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{id}, fn.teardowns); diff != "" {
+		t.Errorf("teardowns (-want +got):\n%s", diff)
+	}
+	assertNothingLeft(t, dir)
+
+	// A failed attachment rolls everything back, the network included.
+	fn.setupErr = errors.New("no IPs left")
+	if _, err := m.Run(ctx, podConfig("full", runtimeapi.NamespaceMode_CONTAINER), ""); err == nil {
+		t.Fatal("Run succeeded without a network")
+	}
+	if len(fn.teardowns) != 2 {
+		t.Errorf("teardowns after a failed attach = %v, want the rollback's", fn.teardowns)
+	}
+	if len(m.List()) != 0 {
+		t.Errorf("sandboxes after a failed Run: %v", m.List())
+	}
+	assertNothingLeft(t, dir)
+
+	cfg = podConfig("badbw", runtimeapi.NamespaceMode_CONTAINER)
+	cfg.Annotations = map[string]string{egressBandwidthAnnotation: "lots"}
+	fn.setupErr = nil
+	if _, err := m.Run(ctx, cfg, ""); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), egressBandwidthAnnotation) {
+		t.Errorf("Run with a bad bandwidth annotation = %v, want InvalidArgument naming it", err)
+	}
+	assertNothingLeft(t, dir)
+}
+
+func TestParseQuantity(t *testing.T) {
+	for in, want := range map[string]uint64{"10M": 10e6, "1Gi": 1 << 30, "500k": 500e3, "42": 42} {
+		if got, err := parseQuantity(in); err != nil || got != want {
+			t.Errorf("parseQuantity(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "M", "-1M", "1.5G", "0"} {
+		if _, err := parseQuantity(in); err == nil {
+			t.Errorf("parseQuantity(%q) succeeded", in)
+		}
+	}
 }
 
 func TestHostNamespaces(t *testing.T) {

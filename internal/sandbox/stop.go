@@ -27,7 +27,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	defer m.lock(s.ID)()
-	if err := m.release(ctx, &s); err != nil {
+	if err := m.release(ctx, &s, false); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", s.ID, err)
 	}
 	if s.State != NotReady {
@@ -71,8 +71,14 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// release undoes what a ready sandbox holds at runtime.
-func (m *Manager) release(ctx context.Context, s *Sandbox) error {
+// release undoes what a ready sandbox holds at runtime. The network goes
+// first, while its namespace is still there for the plugins; if it cannot
+// be torn down, nothing else is, so that a retry can. forceDetach tears the
+// network down even if the record says it is not attached.
+func (m *Manager) release(ctx context.Context, s *Sandbox, forceDetach bool) error {
+	if err := m.detach(ctx, s, forceDetach); err != nil {
+		return err
+	}
 	var errs []error
 	if err := killPause(s); err != nil {
 		errs = append(errs, err)
@@ -91,7 +97,12 @@ func (m *Manager) release(ctx context.Context, s *Sandbox) error {
 // teardown removes everything a sandbox made on the machine, whatever state
 // it got to.
 func (m *Manager) teardown(ctx context.Context, s *Sandbox) error {
-	errs := []error{m.release(ctx, s)}
+	// A creation that died half-way may have attached the pod without
+	// recording it.
+	if err := m.release(ctx, s, s.State == Creating); err != nil {
+		return err
+	}
+	var errs []error
 	if err := mount.UnmountUnder(s.Dir); err != nil {
 		errs = append(errs, err)
 	}

@@ -36,6 +36,11 @@ func (d *Daemon) cleanup(t testing.TB) {
 	if err := d.forceClean(); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
+	if d.network != nil {
+		if err := d.network.release(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
 	if t.Failed() {
 		t.Logf("crib daemon log (%s):\n%s", d.Log, d.ReadLog())
 	}

@@ -60,9 +60,14 @@ type Daemon struct {
 	Binary string
 	// CgroupParent is the cgroup pods of this daemon go under.
 	CgroupParent string
+	// Bridge and Subnet are the daemon's own default CNI network; its
+	// conf dir is under Dir.
+	Bridge, Subnet string
 
 	Runtime runtimeapi.RuntimeServiceClient
 	Images  runtimeapi.ImageServiceClient
+
+	network *testNetwork
 
 	conn    *grpc.ClientConn
 	cmd     *exec.Cmd
@@ -95,6 +100,10 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 		CgroupParent: "/" + filepath.Base(dir),
 	}
 	t.Cleanup(func() { d.cleanup(t) })
+	if d.network, err = reserveNetwork(dir); err != nil {
+		t.Fatal(err)
+	}
+	d.Bridge, d.Subnet = d.network.Bridge, d.network.Subnet
 
 	if err := linkOrCopy(crib, d.Binary); err != nil {
 		t.Fatal(err)
@@ -139,6 +148,8 @@ func (d *Daemon) configTOML(level string, registries map[string][]string) []byte
 	var b strings.Builder
 	fmt.Fprintf(&b, "root = %s\nstate = %s\nsocket = %s\nlog_level = %s\ncgroup_parent = %s\n",
 		strconv.Quote(d.Root), strconv.Quote(d.State), strconv.Quote(d.Socket), strconv.Quote(level), strconv.Quote(d.CgroupParent))
+	fmt.Fprintf(&b, "\n[network]\nconf_dir = %s\nname = %s\nbridge = %s\nsubnet = %s\n",
+		strconv.Quote(filepath.Join(d.Dir, "cni")), strconv.Quote(d.Bridge), strconv.Quote(d.Bridge), strconv.Quote(d.Subnet))
 	hosts := make([]string, 0, len(registries))
 	for h := range registries {
 		hosts = append(hosts, h)

@@ -40,6 +40,14 @@ func (d *Daemon) Leaks() []string {
 	for _, c := range d.cgroups() {
 		out = append(out, "cgroup "+c)
 	}
+	if d.network != nil {
+		for _, port := range d.network.bridgePorts() {
+			out = append(out, "interface "+port+" on bridge "+d.Bridge)
+		}
+	}
+	for _, ip := range d.reservedIPs() {
+		out = append(out, "IP "+ip+" reserved")
+	}
 	for _, dir := range []string{
 		filepath.Join(d.State, "sandboxes"),
 		filepath.Join(d.State, "containers"),
@@ -48,6 +56,19 @@ func (d *Daemon) Leaks() []string {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			out = append(out, "directory "+filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// reservedIPs are the pod IPs host-local still holds for the daemon's
+// default network.
+func (d *Daemon) reservedIPs() []string {
+	entries, _ := os.ReadDir(filepath.Join(d.Root, "cni", "networks", d.Bridge))
+	var out []string
+	for _, e := range entries {
+		if e.Name() != "lock" && !strings.HasPrefix(e.Name(), "last_reserved_ip") {
+			out = append(out, e.Name())
 		}
 	}
 	return out

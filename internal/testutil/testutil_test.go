@@ -18,7 +18,8 @@ func TestMain(m *testing.M) {
 }
 
 func TestConfigTOMLIsCribs(t *testing.T) {
-	d := &Daemon{Root: "/tmp/r", State: "/tmp/s", Socket: "/tmp/s/crib.sock", CgroupParent: "/crib-it-1"}
+	d := &Daemon{Dir: "/tmp/d", Root: "/tmp/r", State: "/tmp/s", Socket: "/tmp/s/crib.sock", CgroupParent: "/crib-it-1",
+		Bridge: "cribt7", Subnet: "10.100.7.0/24"}
 	data := d.configTOML("debug", map[string][]string{"registry.k8s.io": {"http://127.0.0.1:5000"}})
 	cfg := config.Default()
 	if err := config.Decode(data, &cfg); err != nil {
@@ -27,8 +28,9 @@ func TestConfigTOMLIsCribs(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("invalid harness config: %v\n%s", err, data)
 	}
-	got := []string{cfg.Root, cfg.State, cfg.Socket, cfg.LogLevel, cfg.CgroupParent}
-	if diff := cmp.Diff([]string{"/tmp/r", "/tmp/s", "/tmp/s/crib.sock", "debug", "/crib-it-1"}, got); diff != "" {
+	got := []string{cfg.Root, cfg.State, cfg.Socket, cfg.LogLevel, cfg.CgroupParent, cfg.Network.ConfDir, cfg.Network.Bridge, cfg.Network.Subnet}
+	want := []string{"/tmp/r", "/tmp/s", "/tmp/s/crib.sock", "debug", "/crib-it-1", "/tmp/d/cni", "cribt7", "10.100.7.0/24"}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"http://127.0.0.1:5000"}, cfg.Registries["registry.k8s.io"].Mirrors); diff != "" {

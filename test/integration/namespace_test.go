@@ -110,8 +110,13 @@ func TestHostNetworkPod(t *testing.T) {
 	if dev := string(e.exec(inHost, "cat", "/proc/net/dev").Stdout); !strings.Contains(dev, iface+":") {
 		t.Errorf("host-network pod does not see the host's %s:\n%s", iface, dev)
 	}
-	if dev := string(e.exec(inOwn, "cat", "/proc/net/dev").Stdout); strings.Contains(dev, iface+":") {
-		t.Errorf("pod with its own network sees the host's %s:\n%s", iface, dev)
+	// The pods' bridge exists on the host once a pod is networked; only
+	// a pod in the host's network namespace sees it.
+	if dev := string(e.exec(inHost, "cat", "/proc/net/dev").Stdout); !strings.Contains(dev, e.d.Bridge+":") {
+		t.Errorf("host-network pod does not see the pods' bridge %s:\n%s", e.d.Bridge, dev)
+	}
+	if dev := string(e.exec(inOwn, "cat", "/proc/net/dev").Stdout); strings.Contains(dev, e.d.Bridge+":") {
+		t.Errorf("pod with its own network sees the host's bridge %s:\n%s", e.d.Bridge, dev)
 	}
 	hostname, _ := os.Hostname()
 	if got := strings.TrimSpace(string(e.exec(inHost, "hostname").Stdout)); got != hostname {
