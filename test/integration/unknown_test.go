@@ -115,23 +115,26 @@ func (e *env) containerPid(id string) int {
 	return info.Pid
 }
 
-// noLeaks fails the test unless the daemon leaves nothing on the machine
-// (it polls a little: killed processes take a moment to go).
+// noLeaks fails the test unless the daemon leaves nothing on the machine.
 func (e *env) noLeaks(t *testing.T) {
 	t.Helper()
-	var leaks []string
+	if leaks := e.waitLeaks(); len(leaks) != 0 {
+		t.Errorf("leaks:\n  %s", strings.Join(leaks, "\n  "))
+	}
+}
+
+// waitLeaks polls the daemon's leak check until it is clean or 10 s have
+// passed (killed processes take a moment to go) and returns its last
+// answer.
+func (e *env) waitLeaks() []string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		leaks = e.d.Leaks()
-		if len(leaks) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			break
+		leaks := e.d.Leaks()
+		if len(leaks) == 0 || time.Now().After(deadline) {
+			return leaks
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Errorf("leaks:\n  %s", strings.Join(leaks, "\n  "))
 }
 
 // procStart identifies a live process: its start time in clock ticks, or
