@@ -61,7 +61,7 @@ if [ ! -s "$summary" ]; then
 	exit 1
 fi
 
-expected=$(grep -v '^#' "$here/expected-failures.txt" | sed 's/[[:space:]]*--.*$//' | sed '/^[[:space:]]*$/d')
+expected=$(sed -e '/^#/d' -e 's/[[:space:]]*--.*$//' -e '/^[[:space:]]*$/d' "$here/expected-failures.txt")
 unexpected=0
 while IFS= read -r line; do
 	name=$(printf '%s\n' "$line" | sed -E 's/^failed +[0-9.]+s +//; s/ +-- .*$//')
