@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/containerd/errdefs"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/content"
 	"github.com/crib-dev/crib/internal/snapshot"
+	"github.com/crib-dev/crib/internal/stats"
 )
 
 // Config configures a Store. Only Root is required.
@@ -336,40 +335,11 @@ func release(m map[string]int, keys []string) {
 
 // FsInfo reports the disk blocks and distinct inodes used under the root.
 func (s *Store) FsInfo() (FsUsage, error) {
-	u := FsUsage{Mountpoint: s.cfg.Root}
-	type key struct{ dev, ino uint64 }
-	seen := map[key]struct{}{}
-	err := filepath.WalkDir(s.cfg.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		k := key{uint64(st.Dev), st.Ino}
-		if _, dup := seen[k]; dup {
-			return nil
-		}
-		seen[k] = struct{}{}
-		u.InodesUsed++
-		u.UsedBytes += uint64(st.Blocks) * 512
-		return nil
-	})
+	u, err := stats.Disk(context.Background(), s.cfg.Root, 0)
 	if err != nil {
 		return FsUsage{}, fmt.Errorf("measure image fs usage: %w", err)
 	}
-	return u, nil
+	return FsUsage{Mountpoint: s.cfg.Root, UsedBytes: u.Bytes, InodesUsed: u.Inodes}, nil
 }
 
 func toDigests(ids []string) ([]digest.Digest, error) {

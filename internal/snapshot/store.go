@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -43,12 +42,6 @@ type Info struct {
 	DiffID  digest.Digest `json:"diffID"`
 	// Size is the uncompressed size of the layer tar in bytes.
 	Size int64 `json:"size"`
-}
-
-// Usage is the disk space used by all snapshot directories.
-type Usage struct {
-	Bytes  int64
-	Inodes int64
 }
 
 // Open prepares <root>/snapshots, removing temporary directories and
@@ -172,41 +165,3 @@ func (s *Store) Remove(id digest.Digest) error {
 	return nil
 }
 
-// Usage adds up the disk blocks and distinct inodes under the snapshot
-// directory, temporary directories included.
-func (s *Store) Usage() (Usage, error) {
-	var u Usage
-	type key struct{ dev, ino uint64 }
-	seen := map[key]struct{}{}
-	err := filepath.WalkDir(s.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		k := key{uint64(st.Dev), st.Ino}
-		if _, dup := seen[k]; dup {
-			return nil
-		}
-		seen[k] = struct{}{}
-		u.Inodes++
-		u.Bytes += st.Blocks * 512
-		return nil
-	})
-	if err != nil {
-		return Usage{}, fmt.Errorf("measure snapshot usage: %w", err)
-	}
-	return u, nil
-}

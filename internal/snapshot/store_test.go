@@ -32,7 +32,7 @@ func TestChainIDs(t *testing.T) {
 	}
 }
 
-func TestStackLowerDirsRemoveUsage(t *testing.T) {
+func TestStackLowerDirsRemove(t *testing.T) {
 	requiresRoot(t)
 	root := t.TempDir()
 	s, err := Open(root, Options{})
@@ -64,14 +64,6 @@ func TestStackLowerDirsRemoveUsage(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, dirs); diff != "" {
 		t.Errorf("LowerDirs (-want +got):\n%s", diff)
-	}
-	u, err := s.Usage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Two snapshot dirs, each with fs/, committed, a file (+ a whiteout).
-	if u.Inodes < 8 || u.Bytes <= 0 {
-		t.Errorf("Usage = %+v, want >= 8 inodes and some bytes", u)
 	}
 	if err := s.Remove(chain[1]); err != nil {
 		t.Fatal(err)
