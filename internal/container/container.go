@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
@@ -180,27 +180,9 @@ func (m *Manager) Get(id string) (Container, error) {
 }
 
 func (m *Manager) entry(id string) (*entry, error) {
-	if id == "" {
-		return nil, fmt.Errorf("container id is empty: %w", errdefs.ErrInvalidArgument)
-	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if e, ok := m.byID[id]; ok {
-		return e, nil
-	}
-	var match *entry
-	for full, e := range m.byID {
-		if strings.HasPrefix(full, id) {
-			if match != nil {
-				return nil, fmt.Errorf("container id prefix %q is ambiguous: %w", id, errdefs.ErrInvalidArgument)
-			}
-			match = e
-		}
-	}
-	if match == nil {
-		return nil, fmt.Errorf("container %s: %w", id, errdefs.ErrNotFound)
-	}
-	return match, nil
+	return ids.Find(m.byID, id, "container")
 }
 
 // List returns every container, oldest first.

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ocispec"
@@ -42,7 +43,7 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	if err != nil {
 		return "", fmt.Errorf("resolve image %q: %w", cfg.GetImage().GetImage(), err)
 	}
-	id := sandbox.NewID()
+	id := ids.New()
 	return m.names.Create(ctx, nameKey(sb.ID, cfg.GetMetadata()), id, func(ctx context.Context) error {
 		return m.create(ctx, id, sb, cfg, img, logFile)
 	})

@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,18 +9,12 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/pause"
 	"github.com/crib-dev/crib/internal/undo"
 )
-
-// NewID returns a random 64-hex-digit object id.
-func NewID() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // Run creates a ready pod sandbox for cfg and returns its id. A kubelet
 // retry of a Run that timed out gets the first attempt's sandbox.
@@ -30,7 +22,7 @@ func (m *Manager) Run(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, han
 	if err := validate(cfg); err != nil {
 		return "", err
 	}
-	id := NewID()
+	id := ids.New()
 	return m.names.Create(ctx, nameKey(cfg.GetMetadata()), id, func(ctx context.Context) error {
 		return m.create(ctx, id, cfg, handler)
 	})

@@ -7,14 +7,13 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/reserve"
 	"github.com/crib-dev/crib/internal/state"
@@ -197,25 +196,7 @@ func (m *Manager) Get(id string) (Sandbox, error) {
 }
 
 func (m *Manager) find(id string) (*Sandbox, error) {
-	if id == "" {
-		return nil, fmt.Errorf("sandbox id is empty: %w", errdefs.ErrInvalidArgument)
-	}
-	if s, ok := m.byID[id]; ok {
-		return s, nil
-	}
-	var match *Sandbox
-	for full, s := range m.byID {
-		if strings.HasPrefix(full, id) {
-			if match != nil {
-				return nil, fmt.Errorf("sandbox id prefix %q is ambiguous: %w", id, errdefs.ErrInvalidArgument)
-			}
-			match = s
-		}
-	}
-	if match == nil {
-		return nil, fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)
-	}
-	return match, nil
+	return ids.Find(m.byID, id, "sandbox")
 }
 
 // List returns every sandbox, oldest first.
