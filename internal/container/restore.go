@@ -40,7 +40,9 @@ func (m *Manager) Restore(ctx context.Context) error {
 		if c.State == Creating {
 			m.log.Info("roll back container creation interrupted by a restart", "container", c.ID)
 			if err := m.teardown(ctx, c); err != nil {
+				// The record stays for the next start to try again.
 				m.log.Error("roll back container", "container", c.ID, "err", err)
+				continue
 			}
 			if err := m.db.Delete(recordKind, c.ID); err != nil {
 				return err

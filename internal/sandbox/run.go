@@ -48,6 +48,12 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 			rollback.Run(ctx, m.log)
 		}
 	}()
+	if !hostNet {
+		// Where the namespace will be pinned, in the intent already: a
+		// restart that rolls this creation back must find it to have the
+		// CNI plugins release what they may have given the pod.
+		s.NetNS = filepath.Join(s.Dir, "ns", string(netns.Net))
+	}
 	// The intent goes to disk first: a restart that finds it rolls back
 	// whatever of the rest had been made.
 	if err := m.save(s); err != nil {

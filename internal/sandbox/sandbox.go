@@ -164,7 +164,10 @@ func (m *Manager) Restore(ctx context.Context) error {
 		if s.State == Creating {
 			m.log.Info("roll back sandbox creation interrupted by a restart", "sandbox", s.ID)
 			if err := m.teardown(ctx, s); err != nil {
+				// The record stays, so that the next start tries again
+				// rather than forget what is left.
 				m.log.Error("roll back sandbox", "sandbox", s.ID, "err", err)
+				continue
 			}
 			if err := m.db.Delete(recordKind, s.ID); err != nil {
 				return err
