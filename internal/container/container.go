@@ -125,11 +125,16 @@ type Manager struct {
 // entry is a container in memory with what waits on it.
 type entry struct {
 	c Container
-	// exited is closed once the container's exit is recorded.
+	// exited is closed, by finish, once the container's exit is recorded.
 	exited chan struct{}
+	done   sync.Once
 	// op serialises Start, Stop and Remove of this container.
 	op sync.Mutex
 }
+
+// finish marks the container's exit as recorded; it may be called more
+// than once.
+func (e *entry) finish() { e.done.Do(func() { close(e.exited) }) }
 
 // New returns a Manager; it does no I/O until Restore.
 func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog.Logger) *Manager {

@@ -65,7 +65,7 @@ func (m *Manager) Restore(ctx context.Context) error {
 			go m.watch(e)
 		case c.State == Created:
 		default:
-			close(e.exited)
+			e.finish()
 		}
 	}
 	return nil

@@ -90,7 +90,7 @@ func (m *Manager) startFailed(ctx context.Context, e *entry, rt *ociruntime.Runt
 	if err != nil {
 		m.log.Error("record failed start", "container", e.c.ID, "err", err)
 	}
-	close(e.exited)
+	e.finish()
 }
 
 // watch waits for the container's exit through its monitor and records it.
@@ -121,6 +121,10 @@ func (m *Manager) waitMonitor(id string) (monitor.Exit, error) {
 }
 
 func (m *Manager) recordExit(e *entry, exit monitor.Exit) {
+	if c, _ := m.Get(e.c.ID); c.State == Exited {
+		e.finish()
+		return
+	}
 	err := m.update(e, func(c *Container) {
 		c.State = Exited
 		c.FinishedAt = exit.ExitedAt
@@ -138,7 +142,7 @@ func (m *Manager) recordExit(e *entry, exit monitor.Exit) {
 	if err != nil {
 		m.log.Error("record container exit", "container", e.c.ID, "err", err)
 	}
-	close(e.exited)
+	e.finish()
 	m.log.Info("container exited", "container", e.c.ID, "exit_code", exit.ExitCode)
 }
 
@@ -151,5 +155,5 @@ func (m *Manager) markUnknown(e *entry, cause error) {
 	if err != nil {
 		m.log.Error("mark container unknown", "container", e.c.ID, "err", err)
 	}
-	close(e.exited)
+	e.finish()
 }

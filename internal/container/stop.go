@@ -14,7 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
 // killWait bounds how long Stop waits for a SIGKILLed container to go.
@@ -76,7 +78,14 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 	killCtx, cancel := context.WithTimeout(ctx, killWait)
 	defer cancel()
 	if !waitExited(killCtx, e) {
-		return fmt.Errorf("stop container %s: still running %s after SIGKILL: %w", c.ID, killWait, context.DeadlineExceeded)
+		// The monitor has not reported: believe the runtime if it says
+		// the container is gone, rather than the state machine.
+		st, err := rt.State(ctx, c.ID)
+		if !errdefs.IsNotFound(err) && (err != nil || st.Status != ociruntime.StatusStopped) {
+			return fmt.Errorf("stop container %s: still running %s after SIGKILL: %w", c.ID, killWait, context.DeadlineExceeded)
+		}
+		m.log.Warn("container gone without its monitor's report", "container", c.ID)
+		m.recordExit(e, monitor.Exit{ExitCode: 128 + int(syscall.SIGKILL), ExitedAt: time.Now()})
 	}
 	m.log.Info("container killed", "container", c.ID)
 	return nil
