@@ -164,4 +164,3 @@ func (s *Store) Remove(id digest.Digest) error {
 	}
 	return nil
 }
-
