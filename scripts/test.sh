@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # crib's checks, as CI runs them. Run as root on Debian: it installs what
 # is missing (runc, busybox-static, staticcheck, crictl and critest, the
-# loopback registry with critest's images; all idempotent), then runs vet,
+# loopback registry with critest's images; all idempotent), then runs gofmt, vet,
 # staticcheck, every Go test (unit and integration: real runc, overlayfs,
 # namespaces) and critest conformance against a fresh daemon.
 set -euo pipefail
@@ -21,6 +21,11 @@ go mod download
 ../shared/conformance/setup.sh
 ../shared/conformance/images.sh
 
+echo "== gofmt"
+unformatted=$(gofmt -l cmd internal scripts test)
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-clean:"; echo "$unformatted"; exit 1
+fi
 echo "== go vet"
 go vet ./...
 echo "== staticcheck"
