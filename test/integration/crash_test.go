@@ -18,12 +18,13 @@ import (
 // that work or can be removed, and removing them must leave nothing on the
 // machine.
 
-// crashDelays are how long after issuing the request the daemon is
-// killed, in milliseconds.
-func crashDelays(ms ...int) []time.Duration {
-	out := make([]time.Duration, len(ms))
-	for i, n := range ms {
-		out[i] = time.Duration(n) * time.Millisecond
+// crashDelays are how long after issuing a request the daemon is killed:
+// the first milliseconds, then spread over took, how long the same request
+// took without a crash, and past it.
+func crashDelays(took time.Duration) []time.Duration {
+	out := []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond}
+	for _, f := range []float64{0.25, 0.5, 0.7, 0.85, 1, 1.5} {
+		out = append(out, time.Duration(f*float64(took)))
 	}
 	return out
 }
@@ -53,13 +54,23 @@ func (e *env) crashDuring(delay time.Duration, call func(ctx context.Context, rt
 func TestCrashDuringRunPodSandbox(t *testing.T) {
 	e := newEnv(t)
 	known := knownBugs{}
-	for i, delay := range crashDelays(0, 1, 2, 5, 10, 20, 50, 100) {
-		name := fmt.Sprintf("crash-pod-%d", i)
+	podConfig := func(name string, sharedPID bool) *runtimeapi.PodSandboxConfig {
 		cfg := e.podConfig(name)
-		if i%2 == 1 {
-			// A shared PID namespace: the pod gets a pause process.
+		if sharedPID {
+			// The pod gets a pause process.
 			cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
 		}
+		return cfg
+	}
+	start := time.Now()
+	e.runPod(podConfig("crash-calibrate", true))
+	took := time.Since(start)
+	e.removeAllAndCheck(t, known)
+	t.Logf("RunPodSandbox took %s without a crash", took)
+
+	for i, delay := range crashDelays(took) {
+		name := fmt.Sprintf("crash-pod-%d", i)
+		cfg := podConfig(name, i%3 != 0)
 		res := e.crashDuring(delay, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient) rpcResult {
 			resp, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 			return rpcResult{resp.GetPodSandboxId(), err}
@@ -111,10 +122,18 @@ func TestCrashDuringRunPodSandbox(t *testing.T) {
 
 func TestCrashDuringCreateAndStartContainer(t *testing.T) {
 	e := newEnv(t)
-	for i, delay := range crashDelays(0, 2, 5, 10, 20, 50, 100, 200) {
+	cfg := e.ctrConfig("c", "sh", "-c", "echo up; sleep 3600")
+	pod := e.podConfig("crash-calibrate")
+	podID := e.runPod(pod)
+	start := time.Now()
+	e.run(podID, pod, cfg)
+	took := time.Since(start)
+	e.removeAllAndCheck(t, nil)
+	t.Logf("CreateContainer and StartContainer took %s without a crash", took)
+
+	for i, delay := range crashDelays(took) {
 		pod := e.podConfig(fmt.Sprintf("crash-ctr-%d", i))
 		podID := e.runPod(pod)
-		cfg := e.ctrConfig("c", "sh", "-c", "echo up; sleep 3600")
 		var created string
 		res := e.crashDuring(delay, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient) rpcResult {
 			resp, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
