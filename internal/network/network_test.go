@@ -205,4 +205,17 @@ func TestSetupTeardown(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ipamDir, "crib-test", ips[0].String())); !os.IsNotExist(err) {
 		t.Errorf("IP %v still reserved after Teardown: %v", ips[0], err)
 	}
+
+	// Without its namespace (a crash lost it), a pod's address is still
+	// released.
+	ips, err = m.Setup(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Teardown(ctx, Pod{ID: pod.ID}); err != nil {
+		t.Fatalf("Teardown without a namespace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ipamDir, "crib-test", ips[0].String())); !os.IsNotExist(err) {
+		t.Errorf("IP %v still reserved after a Teardown without namespace: %v", ips[0], err)
+	}
 }

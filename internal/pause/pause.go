@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,10 +40,11 @@ func reap() {
 	}
 }
 
-// Start runs `self pause` as the init of a new PID namespace and returns its
-// pid on the host.
-func Start(self string) (int, error) {
-	cmd := exec.Command(self, "pause")
+// Start runs `self pause SANDBOX-ID` as the init of a new PID namespace
+// and returns its pid on the host. The sandbox id on its command line lets
+// a restarted daemon find a pause whose pid it never recorded (see Find).
+func Start(self, sandboxID string) (int, error) {
+	cmd := exec.Command(self, "pause", sandboxID)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setsid:     true,
 		Cloneflags: unix.CLONE_NEWPID,
@@ -55,6 +57,30 @@ func Start(self string) (int, error) {
 	// restart init collects it instead.
 	go func() { _ = cmd.Wait() }()
 	return pid, nil
+}
+
+// Find returns the pids of the pause processes of sandboxID.
+func Find(sandboxID string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) == 3 && args[1] == "pause" && args[2] == sandboxID {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // StartTime is the start time of pid in clock ticks since boot, the field

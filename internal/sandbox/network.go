@@ -9,6 +9,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/network"
 )
 
@@ -126,6 +127,12 @@ func (m *Manager) detach(ctx context.Context, s *Sandbox, force bool) error {
 		// Bad annotations cannot have been attached with; detach without.
 		p = network.Pod{ID: s.ID, NetNS: s.NetNS, Name: s.Config.GetMetadata().GetName(),
 			Namespace: s.Config.GetMetadata().GetNamespace(), UID: s.Config.GetMetadata().GetUid()}
+	}
+	// A creation that died before it pinned the namespace leaves a plain
+	// file or nothing there: the plugins can only release addresses then,
+	// which CNI asks of them when given no namespace.
+	if pinned, err := mount.IsMountPoint(p.NetNS); err != nil || !pinned {
+		p.NetNS = ""
 	}
 	if err := m.network.Teardown(ctx, p); err != nil {
 		return err

@@ -109,7 +109,7 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	}
 
 	if ns.GetPid() == runtimeapi.NamespaceMode_POD {
-		pid, err := pause.Start(m.cfg.Self)
+		pid, err := pause.Start(m.cfg.Self, s.ID)
 		if err != nil {
 			return err
 		}

@@ -120,8 +120,21 @@ func (m *Manager) teardown(ctx context.Context, s *Sandbox) error {
 func pauseAlive(s *Sandbox) bool { return pause.Alive(s.PausePid, s.PauseStart) }
 
 // killPause kills the pod's init, which takes every process left in the
-// shared PID namespace with it, and waits briefly for it to go.
+// shared PID namespace with it, and waits briefly for it to go. A sandbox
+// whose creation died before it recorded the pid is searched for one.
 func killPause(s *Sandbox) error {
+	if s.State == Creating && s.PausePid == 0 {
+		for _, pid := range pause.Find(s.ID) {
+			orphan := Sandbox{PausePid: pid}
+			if start, err := pause.StartTime(pid); err == nil {
+				orphan.PauseStart = start
+				if err := killPause(&orphan); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	if !pauseAlive(s) {
 		return nil
 	}

@@ -77,7 +77,7 @@ func TestSharedPIDNamespace(t *testing.T) {
 				}
 			}
 			argv := strings.Split(strings.TrimRight(string(e.exec(id, "cat", "/proc/1/cmdline").Stdout), "\x00"), "\x00")
-			if len(argv) != 2 || argv[1] != "pause" {
+			if len(argv) != 3 || argv[1] != "pause" || argv[2] != podID {
 				t.Errorf("PID 1 of the pod is %q, want crib's pause", argv)
 			}
 		}
