@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -57,6 +58,17 @@ type Config struct {
 
 	// Network configures pod networking through CNI.
 	Network Network `toml:"network"`
+
+	// Streaming configures the server behind Exec, Attach and PortForward.
+	Streaming Streaming `toml:"streaming"`
+}
+
+// Streaming configures the streaming server.
+type Streaming struct {
+	// Address is the host:port the streaming server listens on. Port 0
+	// picks a free port; the default, "127.0.0.1:0", keeps the server on
+	// loopback, where only local clients (the kubelet, crictl) reach it.
+	Address string `toml:"address"`
 }
 
 // Network configures CNI.
@@ -113,6 +125,7 @@ func Default() Config {
 			Bridge:     "crib0",
 			Subnet:     "10.88.0.0/16",
 		},
+		Streaming: Streaming{Address: "127.0.0.1:0"},
 	}
 }
 
@@ -209,6 +222,9 @@ func (c Config) Validate() error {
 	if c.Network.Name == "" || c.Network.Bridge == "" || len(c.Network.Bridge) > 15 {
 		errs = append(errs, fmt.Errorf("network.name and network.bridge must be set; a bridge name has at most 15 characters"))
 	}
+	if err := validateAddress(c.Streaming.Address); err != nil {
+		errs = append(errs, fmt.Errorf("streaming.address: %w", err))
+	}
 	for host, r := range c.Registries {
 		for i, m := range r.Mirrors {
 			if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
@@ -217,6 +233,23 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateAddress checks a host:port listen address without resolving it:
+// the host must be empty or an IP address, the port a number 0-65535.
+func validateAddress(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("%q: host %q is not an IP address", addr, host)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || strconv.FormatUint(n, 10) != port {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
 }
 
 // RuntimeRoot is the state directory of the runtime for handler.

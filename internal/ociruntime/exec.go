@@ -12,16 +12,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
 // ExecIO is the stdio of an exec'd process. Nil fields mean /dev/null.
+// For a terminal process, Stdin and Stdout are joined to the pty, Stderr
+// is not used and Resize events resize the pty; it is ignored otherwise.
 type ExecIO struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	Resize <-chan WinSize
 }
 
 // Exec runs process p inside container id and waits for it to exit,
@@ -37,9 +39,6 @@ type ExecIO struct {
 // When ctx is done, the process and its process group are killed and Exec
 // returns promptly with an error wrapping ctx.Err().
 func (r *Runtime) Exec(ctx context.Context, id string, p specs.Process, eio ExecIO) (int, error) {
-	if p.Terminal {
-		return -1, fmt.Errorf("exec in container %s: terminal: %w", id, errdefs.ErrNotImplemented)
-	}
 	dir, err := os.MkdirTemp("", "crib-exec-")
 	if err != nil {
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
@@ -56,6 +55,15 @@ func (r *Runtime) Exec(ctx context.Context, id string, p specs.Process, eio Exec
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	args := append(r.globalArgs(logFile), "exec", "--process", procFile, "--pid-file", pidFile)
+	if p.Terminal {
+		return r.execTerminal(ctx, id, args, pidFile, logFile, eio)
+	}
+	return r.execArgs(ctx, id, args, pidFile, logFile, eio)
+}
+
+// execArgs runs the exec command line args (without the container id)
+// under the shim, or in the foreground without one.
+func (r *Runtime) execArgs(ctx context.Context, id string, args []string, pidFile, logFile string, eio ExecIO) (int, error) {
 	if len(r.ExecShim) > 0 {
 		args = append(args, "--detach", id)
 		return r.execShimmed(ctx, id, args, pidFile, logFile, eio)

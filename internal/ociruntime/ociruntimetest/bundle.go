@@ -20,7 +20,7 @@ import (
 const Busybox = "/bin/busybox"
 
 // applets are linked to busybox in every test root filesystem.
-var applets = []string{"sh", "sleep", "cat", "echo", "ls", "ps", "kill", "head", "seq", "yes", "true", "false", "tr", "printf", "env", "readlink", "grep"}
+var applets = []string{"sh", "sleep", "cat", "echo", "ls", "ps", "kill", "head", "seq", "yes", "true", "false", "tr", "printf", "env", "readlink", "grep", "tty", "stty"}
 
 // RequireRuntime skips the test unless it runs as root with runc and
 // busybox available.
