@@ -21,8 +21,6 @@ func validate(cfg *runtimeapi.ContainerConfig) error {
 		return fmt.Errorf("config.metadata.name is empty: %w", errdefs.ErrInvalidArgument)
 	case cfg.GetImage().GetImage() == "":
 		return fmt.Errorf("config.image.image is empty: %w", errdefs.ErrInvalidArgument)
-	case cfg.GetTty():
-		return fmt.Errorf("config.tty: terminals come with the streaming server, not yet: %w", errdefs.ErrNotImplemented)
 	}
 	for i, m := range cfg.GetMounts() {
 		if !filepath.IsAbs(m.GetContainerPath()) {

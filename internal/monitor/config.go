@@ -44,7 +44,9 @@ type StartConfig struct {
 	// otherwise its stdin is /dev/null. StdinOnce is recorded for attach.
 	Stdin     bool
 	StdinOnce bool
-	// Terminal asks for a pty; not supported yet.
+	// Terminal gives the container a pty (the runtime's console socket);
+	// the monitor owns its master: output goes to the log as stdout, and
+	// attach sessions write its input and resize it.
 	Terminal bool
 	// SelfExe is the crib binary; Start runs `SelfExe monitor ARGS...`.
 	SelfExe string
@@ -62,9 +64,6 @@ func (c *StartConfig) validate() error {
 	}
 	if len(c.Socket) > maxSocketPath {
 		return fmt.Errorf("monitor config: socket path %q longer than %d bytes: %w", c.Socket, maxSocketPath, errdefs.ErrInvalidArgument)
-	}
-	if c.Terminal {
-		return fmt.Errorf("monitor config: terminal: %w", errdefs.ErrNotImplemented)
 	}
 	return nil
 }

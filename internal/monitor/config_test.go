@@ -40,7 +40,6 @@ func TestValidate(t *testing.T) {
 		{"no id", func(c *StartConfig) { c.ID = "" }, errdefs.IsInvalidArgument},
 		{"no socket", func(c *StartConfig) { c.Socket = "" }, errdefs.IsInvalidArgument},
 		{"long socket", func(c *StartConfig) { c.Socket = "/" + strings.Repeat("s", 200) }, errdefs.IsInvalidArgument},
-		{"terminal", func(c *StartConfig) { c.Terminal = true }, errdefs.IsNotImplemented},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

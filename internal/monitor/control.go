@@ -27,6 +27,8 @@ type controlServer struct {
 	exited   chan struct{}
 	exit     Exit // valid once exited is closed
 	handlers sync.WaitGroup
+	// attach is set before serve starts; nil refuses attach.
+	attach *attachPoint
 }
 
 // listenControl binds the control socket at path, replacing a stale one.
@@ -71,6 +73,9 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 	}
 	var r reply
 	switch strings.TrimSpace(line) {
+	case cmdAttach:
+		s.serveAttach(conn)
+		return
 	case cmdReopenLog:
 		if err := s.log.reopen(); err != nil {
 			r.Error = err.Error()

@@ -2,12 +2,17 @@ package monitor
 
 // The control socket speaks one request per connection: the client writes
 // one command line, the monitor answers with one JSON line (reply) and
-// closes the connection.
+// closes the connection. An attach connection goes on after the reply with
+// frames both ways (frame.go) until the container's output ended or the
+// client hung up.
 const (
 	// cmdWait is answered once the container exited, with its exit record.
 	cmdWait = "wait"
 	// cmdReopenLog reopens the CRI log file (after log rotation renamed it).
 	cmdReopenLog = "reopen-log"
+	// cmdAttach streams the container's output to the client and the
+	// client's input to the container.
+	cmdAttach = "attach"
 )
 
 // maxRequest bounds a request line.

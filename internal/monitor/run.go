@@ -3,6 +3,7 @@ package monitor
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -29,13 +30,31 @@ type monitor struct {
 
 // container is what create hands back: the init pid, the read ends of its
 // output pipes, the write end of its stdin pipe (nil without stdin), and
-// where its OOM kills are counted.
+// where its OOM kills are counted. A terminal container has its pty master
+// as stdout (and as stdin when it has one) and no stderr.
 type container struct {
-	pid    int
-	stdout *os.File
-	stderr *os.File
-	stdin  *os.File
-	oom    oomFile
+	pid      int
+	stdout   *os.File
+	stderr   *os.File
+	stdin    *os.File
+	terminal *os.File
+	oom      oomFile
+}
+
+// outputs are the container's output streams with their log names and
+// attach frame kinds.
+func (c *container) outputs() []output {
+	out := []output{{"stdout", frameStdout, c.stdout}}
+	if c.stderr != nil {
+		out = append(out, output{"stderr", frameStderr, c.stderr})
+	}
+	return out
+}
+
+type output struct {
+	name string
+	kind byte
+	r    *os.File
 }
 
 func (m *monitor) run(syncPipe *os.File) error {
@@ -61,15 +80,24 @@ func (m *monitor) run(syncPipe *os.File) error {
 		report(syncPipe, startResult{Error: err.Error()})
 		return err
 	}
+	attach := &attachPoint{
+		out:       newFanout(),
+		in:        &stdinEnd{w: c.stdin, closeFile: c.terminal == nil},
+		terminal:  c.terminal,
+		stdinOnce: m.cfg.StdinOnce,
+	}
+	ctl.attach = attach
 	var copiers sync.WaitGroup
-	for _, s := range []struct {
-		name string
-		r    *os.File
-	}{{"stdout", c.stdout}, {"stderr", c.stderr}} {
+	var pipes []*os.File
+	for _, s := range c.outputs() {
 		copiers.Add(1)
+		pipes = append(pipes, s.r)
 		go func() {
 			defer copiers.Done()
-			log.copyStream(s.r, s.name, func(err error) { m.logger.Error("log write failed", "err", err) })
+			// Attached clients get the bytes as they come, before the
+			// log's line framing.
+			r := io.TeeReader(s.r, attach.out.writer(s.kind))
+			log.copyStream(r, s.name, func(err error) { m.logger.Error("log write failed", "err", err) })
 		}()
 	}
 	go ctl.serve()
@@ -79,10 +107,9 @@ func (m *monitor) run(syncPipe *os.File) error {
 	ws, exitedAt := reapInit(c.pid)
 	e := Exit{Version: exitVersion, ExitCode: exitCode(ws), ExitedAt: exitedAt.UTC(), OOMKilled: c.oom.killed()}
 	m.logger.Info("container exited", "exit_code", e.ExitCode, "oom_killed", e.OOMKilled)
-	drain(&copiers, drainTimeout, c.stdout, c.stderr)
-	if c.stdin != nil {
-		_ = c.stdin.Close()
-	}
+	drain(&copiers, drainTimeout, pipes...)
+	attach.out.close()
+	attach.in.close()
 	werr := writeExit(m.cfg.ExitFile, e)
 	ctl.finish(e, drainTimeout)
 	return werr
@@ -98,6 +125,9 @@ func (m *monitor) create() (*container, error) {
 	}
 	if err := os.Remove(cfg.PidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
+	}
+	if cfg.Terminal {
+		return m.createTerminal(rt, runtimeLog)
 	}
 	p, err := newStdio(cfg.Stdin)
 	if err != nil {
