@@ -22,6 +22,7 @@ import (
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/network"
+	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/state"
@@ -148,7 +149,9 @@ func (d *Daemon) serve(ctx context.Context) error {
 	d.grpc = grpc.NewServer(
 		grpc.UnaryInterceptor(d.server.Interceptor),
 		grpc.MaxRecvMsgSize(16<<20),
-		grpc.MaxSendMsgSize(32<<20),
+		// ExecSync answers with up to 16 MiB of stdout and as much of
+		// stderr, plus the message's own framing.
+		grpc.MaxSendMsgSize(2*ociruntime.DefaultExecOutputCap+1<<20),
 	)
 	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server)
 	runtimeapi.RegisterImageServiceServer(d.grpc, d.server)
