@@ -26,6 +26,7 @@ import (
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/state"
+	"github.com/crib-dev/crib/internal/streaming"
 )
 
 // Version is crib's version, set at build time.
@@ -37,10 +38,11 @@ type Daemon struct {
 	log  *slog.Logger
 	self string
 
-	db     *state.DB
-	images *image.Store
-	server *cri.Server
-	grpc   *grpc.Server
+	db      *state.DB
+	images  *image.Store
+	server  *cri.Server
+	streams *streaming.Server
+	grpc    *grpc.Server
 }
 
 // New returns a daemon for cfg; self is the path of the crib binary, run
@@ -138,6 +140,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		CgroupDriver: d.cfg.CgroupDriver,
 		Handlers:     handlers,
 	}, sandboxes, containers, images, pods, d.log)
+	if d.streams, err = d.startStreaming(containers, sandboxes); err != nil {
+		return err
+	}
+	defer d.streams.Close()
 	return d.serve(ctx)
 }
 
@@ -153,7 +159,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 		// stderr, plus the message's own framing.
 		grpc.MaxSendMsgSize(2*ociruntime.DefaultExecOutputCap+1<<20),
 	)
-	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server)
+	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server.WithStreaming(d.streams))
 	runtimeapi.RegisterImageServiceServer(d.grpc, d.server)
 
 	apiPath := filepath.Join(d.cfg.State, api.SocketName)

@@ -1,0 +1,65 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/container"
+)
+
+// Streams is what the streaming RPCs need of the streaming server: a
+// single-use URL for each session.
+type Streams interface {
+	GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	GetAttach(*runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+}
+
+// StreamingServer is a Server whose Exec, Attach and PortForward hand out
+// sessions on a streaming server; register it in the Server's place.
+type StreamingServer struct {
+	*Server
+	streams Streams
+}
+
+// WithStreaming returns s serving the streaming RPCs through streams.
+func (s *Server) WithStreaming(streams Streams) *StreamingServer {
+	return &StreamingServer{Server: s, streams: streams}
+}
+
+var _ runtimeapi.RuntimeServiceServer = (*StreamingServer)(nil)
+
+// Exec checks the request against the container and returns the URL of
+// an exec session.
+func (s *StreamingServer) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	switch {
+	case req.GetContainerId() == "":
+		return nil, invalid("container_id is empty")
+	case len(req.GetCmd()) == 0:
+		return nil, invalid("cmd is empty")
+	case req.GetTty() && req.GetStderr():
+		return nil, invalid("tty and stderr are both set: a terminal has one output stream")
+	case !req.GetStdin() && !req.GetStdout() && !req.GetStderr():
+		return nil, invalid("none of stdin, stdout and stderr is set")
+	}
+	if _, err := s.runningContainer(req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	return s.streams.GetExec(req)
+}
+
+// runningContainer returns the running container id names (an id or a
+// unique prefix).
+func (s *Server) runningContainer(id string) (container.Container, error) {
+	c, err := s.containers.Get(id)
+	if err != nil {
+		return c, fmt.Errorf("container_id: %w", err)
+	}
+	if c.State != container.Running {
+		return c, fmt.Errorf("container_id: container %s is %s, not running: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
+	}
+	return c, nil
+}
