@@ -65,21 +65,22 @@ func (l *logFile) reopen() error {
 	return nil
 }
 
-// write appends one record. The buffer is built first and written with a
-// single write call under the lock.
+// write appends one record with a single write call. The timestamp is
+// taken under the lock, so that stdout and stderr records never go back in
+// time in the file.
 func (l *logFile) write(stream string, tag byte, content []byte) error {
 	if l.path == "" {
 		return nil
 	}
 	buf := make([]byte, 0, len(content)+64)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	buf = l.now().UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, ' ')
 	buf = append(buf, stream...)
 	buf = append(buf, ' ', tag, ' ')
 	buf = append(buf, content...)
 	buf = append(buf, '\n')
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.f == nil {
 		return errors.New("log file closed")
 	}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -45,12 +43,6 @@ func TestExecSyncOutputCap(t *testing.T) {
 				ContainerId: id, Cmd: []string{"sh", "-c", tt.script}, Timeout: 60,
 			}, grpc.MaxCallRecvMsgSize(3*execCap))
 			elapsed := time.Since(start)
-			if tt.stdout == execCap && tt.stderr == execCap && status.Code(err) == codes.ResourceExhausted {
-				// Known crib bug: the daemon's gRPC send limit (32 MiB)
-				// is below two full streams plus framing. Reported; this
-				// skip only fires while it stands.
-				t.Skipf("KNOWN BUG: two capped streams exceed the daemon's gRPC send limit: %v", err)
-			}
 			if err != nil {
 				t.Fatalf("ExecSync %q: %v (after %s)", tt.script, err, elapsed)
 			}
