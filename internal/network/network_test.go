@@ -219,3 +219,25 @@ func TestSetupTeardown(t *testing.T) {
 		t.Errorf("IP %v still reserved after a Teardown without namespace: %v", ips[0], err)
 	}
 }
+
+func TestWaitOrphans(t *testing.T) {
+	cmd := exec.Command("sleep", "0.3")
+	cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=orphan-test"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	start := time.Now()
+	WaitOrphans(context.Background(), "orphan-test")
+	if time.Since(start) < 100*time.Millisecond {
+		t.Error("WaitOrphans returned while the plugin ran")
+	}
+	<-done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	WaitOrphans(ctx, "orphan-test")
+	if ctx.Err() != nil {
+		t.Error("WaitOrphans waited with no plugin running")
+	}
+}

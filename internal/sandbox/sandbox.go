@@ -163,6 +163,10 @@ func (m *Manager) Restore(ctx context.Context) error {
 	for _, s := range loaded {
 		if s.State == Creating {
 			m.log.Info("roll back sandbox creation interrupted by a restart", "sandbox", s.ID)
+			// The killed daemon's CNI plugins may still be adding the pod.
+			waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			network.WaitOrphans(waitCtx, s.ID)
+			cancel()
 			if err := m.teardown(ctx, s); err != nil {
 				// The record stays, so that the next start tries again
 				// rather than forget what is left.

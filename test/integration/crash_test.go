@@ -53,7 +53,6 @@ func (e *env) crashDuring(delay time.Duration, call func(ctx context.Context, rt
 
 func TestCrashDuringRunPodSandbox(t *testing.T) {
 	e := newEnv(t)
-	known := newKnownBugs()
 	podConfig := func(name string, sharedPID bool) *runtimeapi.PodSandboxConfig {
 		cfg := e.podConfig(name)
 		if sharedPID {
@@ -65,7 +64,7 @@ func TestCrashDuringRunPodSandbox(t *testing.T) {
 	start := time.Now()
 	e.runPod(podConfig("crash-calibrate", true))
 	took := time.Since(start)
-	e.removeAllAndCheck(t, known)
+	e.removeAllAndCheck(t)
 	t.Logf("RunPodSandbox took %s without a crash", took)
 
 	for i, delay := range crashDelays(took) {
@@ -113,10 +112,7 @@ func TestCrashDuringRunPodSandbox(t *testing.T) {
 		case !listed:
 			e.podWorks(retry.PodSandboxId, cfg)
 		}
-		e.removeAllAndCheck(t, known)
-	}
-	if len(known.seen) != 0 {
-		t.Skipf("KNOWN BUGS (everything else passed):\n%s", known)
+		e.removeAllAndCheck(t)
 	}
 }
 
@@ -128,7 +124,7 @@ func TestCrashDuringCreateAndStartContainer(t *testing.T) {
 	start := time.Now()
 	e.run(podID, pod, cfg)
 	took := time.Since(start)
-	e.removeAllAndCheck(t, nil)
+	e.removeAllAndCheck(t)
 	t.Logf("CreateContainer and StartContainer took %s without a crash", took)
 
 	for i, delay := range crashDelays(took) {
@@ -176,7 +172,7 @@ func TestCrashDuringCreateAndStartContainer(t *testing.T) {
 			// The attempt was rolled back: the kubelet's retry works.
 			e.containerWorks(e.create(podID, pod, cfg), false)
 		}
-		e.removeAllAndCheck(t, nil)
+		e.removeAllAndCheck(t)
 	}
 }
 

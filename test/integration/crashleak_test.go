@@ -13,37 +13,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// knownBugs are the crib bugs a test met and excused, by description, with
-// what showed them.
-type knownBugs struct {
-	seen map[string][]string
-	// logRead is how much of the daemon log was searched already.
-	logRead int
-}
-
-func newKnownBugs() *knownBugs { return &knownBugs{seen: map[string][]string{}} }
-
-func (k *knownBugs) String() string {
-	var out []string
-	for bug, seen := range k.seen {
-		out = append(out, fmt.Sprintf("- %s\n  seen: %s", bug, strings.Join(seen, "\n        ")))
-	}
-	sort.Strings(out)
-	return strings.Join(out, "\n")
-}
-
-// bugFailedRollback is a crib bug the crash tests can meet while it stands.
-const bugFailedRollback = "a rollback on restore that fails keeps the sandbox record for the next start, and until then the " +
-	"pod's namespaces, directory, IP and NAT rules stay, invisible to ListPodSandbox (seen failing: CNI DEL racing the " +
-	"CNI ADD that the killed daemon's orphaned plugin process was still running)"
-
 // removeAllAndCheck stops and removes every pod, then checks that nothing
 // of them is left: no mount (pinned namespaces, /dev/shm, rootfs), no
 // process (pause, monitor, container), no cgroup, no directory, no IP
-// reservation, no NAT rule of the daemon's network. known, when not nil,
-// excuses leaks that crib's own retry of a failed rollback, at the next
-// start, cleans up.
-func (e *env) removeAllAndCheck(t *testing.T, known *knownBugs) {
+// reservation, no NAT rule of the daemon's network.
+func (e *env) removeAllAndCheck(t *testing.T) {
 	t.Helper()
 	pods, err := e.rt().ListPodSandbox(e.ctx(), &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
@@ -65,16 +39,6 @@ func (e *env) removeAllAndCheck(t *testing.T, known *knownBugs) {
 		t.Errorf("%d containers survived RemovePodSandbox", len(ctrs.Containers))
 	}
 	leaks := e.crashLeaks()
-	if known != nil {
-		failed := e.failedRollbacks(known)
-		if len(leaks) != 0 && len(failed) != 0 {
-			t.Logf("leaks after a failed rollback; restarting for crib to retry it:\n  %s", strings.Join(leaks, "\n  "))
-			e.d.Restart(t)
-			if leaks = e.crashLeaks(); len(leaks) == 0 {
-				known.seen[bugFailedRollback] = append(known.seen[bugFailedRollback], failed...)
-			}
-		}
-	}
 	if len(leaks) != 0 {
 		t.Errorf("leaks:\n  %s", strings.Join(leaks, "\n  "))
 		e.cleanNATRules()
@@ -124,21 +88,6 @@ func (e *env) natRules() []string {
 		}
 	}
 	return rules
-}
-
-// failedRollbacks are the daemon's log lines, since the last call, that
-// report a failed rollback of a sandbox.
-func (e *env) failedRollbacks(known *knownBugs) []string {
-	log := e.d.ReadLog()
-	fresh := log[min(known.logRead, len(log)):]
-	known.logRead = len(log)
-	var out []string
-	for _, l := range strings.Split(fresh, "\n") {
-		if strings.Contains(l, `msg="roll back sandbox"`) {
-			out = append(out, strings.TrimSpace(l))
-		}
-	}
-	return out
 }
 
 // cleanNATRules deletes the NAT rules of the daemon's network that its pods
