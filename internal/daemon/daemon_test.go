@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crib-dev/crib/internal/config"
+)
+
+func testConfig(t *testing.T) config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Root = filepath.Join(dir, "root")
+	cfg.State = filepath.Join(dir, "run")
+	cfg.Socket = filepath.Join(dir, "run", "crib.sock")
+	cfg.CgroupParent = "/crib-daemon-test"
+	cfg.Network.ConfDir = filepath.Join(dir, "cni")
+	return cfg
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestRefusesToStart(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*config.Config)
+		want   string
+	}{
+		{"runc missing", func(c *config.Config) {
+			c.Runtimes = map[string]config.Runtime{"runc": {Path: "/nonexistent/runc"}}
+		}, "not found"},
+		{"root unusable", func(c *config.Config) { c.Root = "/proc/crib-cannot-be-here" }, "unusable"},
+		{"invalid config", func(c *config.Config) { c.CgroupDriver = "none" }, "cgroup_driver"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			tt.change(&cfg)
+			err := New(cfg, "/nonexistent/crib", quiet()).Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServesAndStops: the socket appears with mode 0660, and the daemon
+// stops cleanly, removing it, when its context ends.
+func TestServesAndStops(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat("/usr/sbin/runc"); err != nil {
+		t.Skip("needs runc")
+	}
+	cfg := testConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	// No crib binary: the monitor pool cannot warm up, which this test
+	// does not need.
+	go func() { done <- New(cfg, "/nonexistent/crib", quiet()).Run(ctx) }()
+	var fi os.FileInfo
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if fi, err = os.Stat(cfg.Socket); err == nil {
+			break
+		}
+	}
+	if fi == nil {
+		cancel()
+		t.Fatalf("socket %s never appeared: %v", cfg.Socket, <-done)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o660 {
+		t.Errorf("socket mode = %v, want a socket with 0660", fi.Mode())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run after cancel = %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon did not stop")
+	}
+	if _, err := os.Stat(cfg.Socket); !os.IsNotExist(err) {
+		t.Errorf("socket left after stop: %v", err)
+	}
+}
