@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/containernetworking/cni/libcni"
@@ -240,7 +241,9 @@ func (m *Manager) Setup(ctx context.Context, p Pod) ([]net.IP, error) {
 	if err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	res, err := m.cni.AddNetworkList(ctx, list, runtimeConf(p))
+	m.log.Debug("CNI add", "sandbox", p.ID, "network", list.Name, "duration", time.Since(began))
 	if err != nil {
 		return nil, fmt.Errorf("set up pod network %s: %w", list.Name, err)
 	}

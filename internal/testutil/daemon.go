@@ -38,6 +38,10 @@ type Options struct {
 	Registries map[string][]string
 	// LogLevel is the daemon's log level; empty means debug.
 	LogLevel string
+	// CNIConfList, when set, is the daemon's CNI network configuration
+	// instead of crib's default; "{{.Bridge}}", "{{.Subnet}}" and
+	// "{{.DataDir}}" in it are replaced by the daemon's own.
+	CNIConfList string
 }
 
 // Daemon is a `crib daemon` child process with its own directories, all
@@ -126,6 +130,16 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	}
 	if err := os.WriteFile(d.Config, d.configTOML(level, registries), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if opts.CNIConfList != "" {
+		conf := strings.NewReplacer("{{.Bridge}}", d.Bridge, "{{.Subnet}}", d.Subnet,
+			"{{.DataDir}}", filepath.Join(d.Root, "cni", "networks")).Replace(opts.CNIConfList)
+		if err := os.MkdirAll(filepath.Join(d.Dir, "cni"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d.Dir, "cni", "10-test.conflist"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if opts.Image != nil && opts.Image.Tarball != "" {
 		d.loadImage(t, opts.Image.Tarball)
