@@ -75,8 +75,14 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err := m.save(c); err != nil {
 		return err
 	}
-	rollback.Push("container record", func(context.Context) error { return m.db.Delete(recordKind, id) })
-	rollback.Push("container files", func(ctx context.Context) error { return m.teardown(ctx, c) })
+	rollback.Push("container", func(ctx context.Context) error {
+		// The record goes only with the rest: if something cannot be
+		// undone now, the next start finds the record and tries again.
+		if err := m.teardown(ctx, c); err != nil {
+			return err
+		}
+		return m.db.Delete(recordKind, id)
+	})
 
 	rootfs, err := m.mountRootfs(id, img)
 	if err != nil {

@@ -269,9 +269,11 @@ func (m *Manager) Setup(ctx context.Context, p Pod) ([]net.IP, error) {
 // or the current one when none was recorded. Detaching a pod that is not
 // attached is not an error.
 func (m *Manager) Teardown(ctx context.Context, p Pod) error {
-	list, err := m.attachedWith(p)
-	if err != nil {
-		return err
+	list := m.attachedWith(p)
+	if list == nil {
+		// No attachment was recorded and there is no configuration the
+		// pod could have been attached with.
+		return nil
 	}
 	if err := m.cni.DelNetworkList(ctx, list, runtimeConf(p)); err != nil {
 		return fmt.Errorf("tear down pod network %s: %w", list.Name, err)
@@ -280,24 +282,20 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 }
 
 // attachedWith is the configuration of the pod's attachment from libcni's
-// cache, else the current configuration.
-func (m *Manager) attachedWith(p Pod) (*libcni.NetworkConfigList, error) {
-	cur, curErr := m.current()
-	names := map[string]bool{}
-	if cur != nil {
-		names[cur.Name] = true
-	}
+// cache, else the current configuration, else nil.
+func (m *Manager) attachedWith(p Pod) *libcni.NetworkConfigList {
 	attachments, err := m.cni.GetCachedAttachments(p.ID)
-	if err == nil {
-		for _, a := range attachments {
-			if list, err := libcni.ConfListFromBytes(a.Config); err == nil {
-				return list, nil
-			}
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		m.log.Debug("read CNI cache", "sandbox", p.ID, "err", err)
 	}
-	return cur, curErr
+	for _, a := range attachments {
+		if list, err := libcni.ConfListFromBytes(a.Config); err == nil {
+			return list
+		}
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.list
 }
 
 // SetPodCIDR makes cidr the subnet of the default network for the pods

@@ -90,6 +90,11 @@ func TestConfDirWatch(t *testing.T) {
 	if _, err := m.Setup(ctx, Pod{ID: "x", NetNS: "/nonexistent"}); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("Setup without a configuration = %v, want FailedPrecondition", err)
 	}
+	// Nothing can have been attached without a configuration: a rollback's
+	// teardown has nothing to do.
+	if err := m.Teardown(ctx, Pod{ID: "x", NetNS: "/nonexistent"}); err != nil {
+		t.Errorf("Teardown without a configuration or attachment = %v", err)
+	}
 
 	// A new pod CIDR applies to crib's default network only.
 	if err := m.SetPodCIDR("10.99.0.0/16"); err != nil {

@@ -59,8 +59,14 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	if err := m.save(s); err != nil {
 		return err
 	}
-	rollback.Push("sandbox record", func(context.Context) error { return m.db.Delete(recordKind, id) })
-	rollback.Push("sandbox files", func(ctx context.Context) error { return m.teardown(ctx, s) })
+	rollback.Push("sandbox", func(ctx context.Context) error {
+		// The record goes only with the rest: if something cannot be
+		// undone now, the next start finds the record and tries again.
+		if err := m.teardown(ctx, s); err != nil {
+			return err
+		}
+		return m.db.Delete(recordKind, id)
+	})
 
 	if err := os.MkdirAll(s.Dir, 0o711); err != nil {
 		return fmt.Errorf("create sandbox dir: %w", err)
