@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,14 +109,25 @@ func runShim(args []string) shimResult {
 			if execPid > 0 {
 				_ = unix.Kill(execPid, unix.SIGKILL)
 			}
+			killChildren()
 		case c, ok := <-children:
 			if !ok {
+				if terminated {
+					return shimResult{Error: "terminated"}
+				}
 				if !runtimeDone {
 					return shimResult{Error: "runtime vanished"}
 				}
 				return shimResult{Error: "exec'd process was not reaped"}
 			}
 			seen[c.pid] = c.status
+			if terminated {
+				// A runtime killed before it wrote the pid file leaves
+				// the exec'd process to this subreaper: kill whatever
+				// child remains, until none does.
+				killChildren()
+				continue
+			}
 			if c.pid == runtimePid {
 				runtimeDone = true
 				if code := exitCode(c.status); code != 0 {
@@ -132,6 +144,32 @@ func runShim(args []string) shimResult {
 			}
 			if ws, ok := seen[execPid]; ok && runtimeDone {
 				return shimResult{ExitCode: exitCode(ws)}
+			}
+		}
+	}
+}
+
+// killChildren sends SIGKILL to every child of this process.
+func killChildren() {
+	self := os.Getpid()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesised command name: state, ppid.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil && ppid == self {
+			if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				_ = unix.Kill(pid, unix.SIGKILL)
 			}
 		}
 	}

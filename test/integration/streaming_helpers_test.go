@@ -71,37 +71,50 @@ type pty struct {
 	copied        chan struct{}
 }
 
-// openPTY opens a pty and starts collecting its output.
+// openPTY opens a pty, starts collecting its output and closes it at the
+// test's end.
 func openPTY(t *testing.T) *pty {
 	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	p, err := newPTY()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.close)
+	return p
+}
+
+// newPTY opens a pty and starts collecting its output.
+func newPTY() (*pty, error) {
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		master.Close()
-		t.Fatal(err)
+		return nil, err
 	}
 	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
 	if err != nil {
 		master.Close()
-		t.Fatal(err)
+		return nil, err
 	}
 	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		master.Close()
-		t.Fatal(err)
+		return nil, err
 	}
 	p := &pty{master: master, slave: slave, copied: make(chan struct{})}
 	go func() {
 		defer close(p.copied)
 		_, _ = io.Copy(&p.out, master)
 	}()
-	t.Cleanup(func() {
-		slave.Close()
-		master.Close()
-	})
-	return p
+	return p, nil
+}
+
+// close closes both ends; the output copy ends with them.
+func (p *pty) close() {
+	p.slave.Close()
+	p.master.Close()
 }
 
 // start runs cmd on the pty's slave and drops the test's copy of it, so
