@@ -1,8 +1,8 @@
 package streaming
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"strings"
