@@ -7,9 +7,18 @@
 // a child subreaper, runs the OCI runtime's `create` with pipes as the
 // container's stdout and stderr, reports the result on a sync pipe, then
 // copies both streams into the CRI log file, serves a small control socket
-// (reopen-log, wait), reaps the container's init, and records its exit in
-// an exit file before it quits. The daemon talks to a live monitor through
-// Client and reads a dead one's verdict with ReadExit.
+// (reopen-log, wait, attach), reaps the container's init, and records its
+// exit in an exit file before it quits. The daemon talks to a live monitor
+// through Client and reads a dead one's verdict with ReadExit.
+//
+// A terminal container (StartConfig.Terminal) gets a pty from the runtime,
+// whose master arrives on a console socket: the monitor copies it into the
+// log as stdout and writes the container's input to it. Attach sessions
+// (one connection each, framed as frame.go says) receive the output as it
+// is read, before the log's line framing, and send input, the end of input
+// (which closes the container's stdin pipe under stdin_once) and terminal
+// resizes. A session that lags far behind is dropped rather than slow the
+// container.
 //
 // Main also serves `crib monitor exec-shim ...`, the OCI runtime exec shim
 // (ociruntime.ExecShimMain; see ExecShimArgs), so that the crib binary
