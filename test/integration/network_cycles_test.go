@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// hostNetworkState is what pod networking leaves on the host: the IPAM
-// reservations of the daemon's network, the interfaces, and the iptables
-// chains and rules.
+// hostNetworkState is what pod networking leaves on the host for this
+// daemon's network: its IPAM reservations, the interfaces on its bridge,
+// and the iptables rules that name its network or its pods' addresses.
+// Other tests' daemons run beside it, so nothing host-wide is compared.
 func (e *env) hostNetworkState() map[string][]string {
 	e.t.Helper()
 	state := map[string][]string{}
@@ -25,24 +26,18 @@ func (e *env) hostNetworkState() map[string][]string {
 	for _, en := range entries {
 		state["ipam"] = append(state["ipam"], en.Name())
 	}
-	links, err := os.ReadDir("/sys/class/net")
-	if err != nil {
-		e.t.Fatal(err)
+	ports, _ := os.ReadDir(filepath.Join("/sys/class/net", e.d.Bridge, "brif"))
+	for _, p := range ports {
+		state["bridge ports"] = append(state["bridge ports"], p.Name())
 	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Name(), "veth") {
-			state["veth"] = append(state["veth"], l.Name())
-		}
-	}
+	prefix := e.d.Subnet[:strings.LastIndex(e.d.Subnet, ".")+1] // "10.a.b."
 	for _, table := range []string{"nat", "filter"} {
 		out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()
 		if err != nil {
 			continue
 		}
 		for _, r := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			// Only what concerns this daemon's pods: its subnet or chains
-			// CNI names after a container.
-			if strings.Contains(r, e.d.Subnet) || strings.Contains(r, "CNI-") && !strings.Contains(r, "CNI-HOSTPORT") {
+			if strings.Contains(r, `"`+e.d.Bridge+`"`) || strings.Contains(r, prefix) {
 				state[table] = append(state[table], r)
 			}
 		}
