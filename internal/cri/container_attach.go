@@ -9,7 +9,7 @@ import (
 // Attach checks the request against the container and returns the URL of
 // an attach session. The session follows the container's own terminal
 // setting; stdin needs a container created with stdin.
-func (s *StreamingServer) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+func (s *Server) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	switch {
 	case req.GetContainerId() == "":
 		return nil, invalid("container_id is empty")

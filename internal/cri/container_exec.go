@@ -10,31 +10,9 @@ import (
 	"github.com/crib-dev/crib/internal/container"
 )
 
-// Streams is what the streaming RPCs need of the streaming server: a
-// single-use URL for each session.
-type Streams interface {
-	GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
-	GetAttach(*runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
-	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
-}
-
-// StreamingServer is a Server whose Exec, Attach and PortForward hand out
-// sessions on a streaming server; register it in the Server's place.
-type StreamingServer struct {
-	*Server
-	streams Streams
-}
-
-// WithStreaming returns s serving the streaming RPCs through streams.
-func (s *Server) WithStreaming(streams Streams) *StreamingServer {
-	return &StreamingServer{Server: s, streams: streams}
-}
-
-var _ runtimeapi.RuntimeServiceServer = (*StreamingServer)(nil)
-
 // Exec checks the request against the container and returns the URL of
 // an exec session.
-func (s *StreamingServer) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+func (s *Server) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
 	switch {
 	case req.GetContainerId() == "":
 		return nil, invalid("container_id is empty")

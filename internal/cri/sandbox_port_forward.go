@@ -12,7 +12,7 @@ import (
 
 // PortForward checks the request against the sandbox and returns the URL
 // of a port-forward session.
-func (s *StreamingServer) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+func (s *Server) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
 	if req.GetPodSandboxId() == "" {
 		return nil, invalid("pod_sandbox_id is empty")
 	}

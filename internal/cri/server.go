@@ -47,6 +47,14 @@ func (i Info) handler(name string) (Handler, bool) {
 	return Handler{}, false
 }
 
+// Streams is what the streaming RPCs need of the streaming server: a
+// single-use URL for each session.
+type Streams interface {
+	GetExec(*runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	GetAttach(*runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+}
+
 // Server implements the CRI services. RPCs crib does not implement yet
 // answer Unimplemented through the embedded types.
 type Server struct {
@@ -58,6 +66,7 @@ type Server struct {
 	containers *container.Manager
 	images     *image.Store
 	network    Network
+	streams    Streams
 	log        *slog.Logger
 	// cpuRates holds the previous CPU reading of each container and pod,
 	// keyed by id, for the CPU rates of the stats RPCs.
@@ -65,8 +74,8 @@ type Server struct {
 }
 
 // New returns a Server over the given managers.
-func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, log *slog.Logger) *Server {
-	return &Server{info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, log: log}
+func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, streams Streams, log *slog.Logger) *Server {
+	return &Server{info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, streams: streams, log: log}
 }
 
 var (

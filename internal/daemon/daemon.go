@@ -135,15 +135,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	monitors.Warm()
 
-	d.server = cri.New(cri.Info{
-		Version:      Version,
-		CgroupDriver: d.cfg.CgroupDriver,
-		Handlers:     handlers,
-	}, sandboxes, containers, images, pods, d.log)
 	if d.streams, err = d.startStreaming(containers, sandboxes); err != nil {
 		return err
 	}
 	defer d.streams.Close()
+	d.server = cri.New(cri.Info{
+		Version:      Version,
+		CgroupDriver: d.cfg.CgroupDriver,
+		Handlers:     handlers,
+	}, sandboxes, containers, images, pods, d.streams, d.log)
 	return d.serve(ctx)
 }
 
@@ -159,7 +159,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 		// stderr, plus the message's own framing.
 		grpc.MaxSendMsgSize(2*ociruntime.DefaultExecOutputCap+1<<20),
 	)
-	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server.WithStreaming(d.streams))
+	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server)
 	runtimeapi.RegisterImageServiceServer(d.grpc, d.server)
 
 	apiPath := filepath.Join(d.cfg.State, api.SocketName)
