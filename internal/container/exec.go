@@ -43,21 +43,6 @@ func (m *Manager) running(id string) (*entry, Container, error) {
 // none; when it fires the process is killed and the error wraps
 // context.DeadlineExceeded.
 func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error) {
-	if len(cmd) == 0 {
-		return ExecResult{}, fmt.Errorf("cmd is empty: %w", errdefs.ErrInvalidArgument)
-	}
-	_, c, err := m.running(id)
-	if err != nil {
-		return ExecResult{}, err
-	}
-	spec, err := m.readSpec(c.ID)
-	if err != nil {
-		return ExecResult{}, err
-	}
-	rt, err := m.runtime(c.RuntimeHandler)
-	if err != nil {
-		return ExecResult{}, err
-	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -65,9 +50,7 @@ func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	}
 	stdout := &ociruntime.CappedBuffer{Cap: ociruntime.DefaultExecOutputCap}
 	stderr := &ociruntime.CappedBuffer{Cap: ociruntime.DefaultExecOutputCap}
-	code, err := rt.Exec(ctx, c.ID, ocispec.BuildExecProcess(spec, cmd, false), ociruntime.ExecIO{
-		Stdin: bytes.NewReader(nil), Stdout: stdout, Stderr: stderr,
-	})
+	code, err := m.Exec(ctx, id, cmd, false, Streams{Stdin: bytes.NewReader(nil), Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return ExecResult{}, err
 	}
