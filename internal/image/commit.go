@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -83,23 +82,13 @@ func (s *Store) commit(ctx context.Context, spec importSpec) (img Image, err err
 			return Image{}, fmt.Errorf("store manifest: %w", err)
 		}
 	}
-	var parent digest.Digest
-	for i, l := range spec.layers {
-		if err := s.ensureLayer(ctx, parent, cfg.RootFS.DiffIDs[i], l, &created); err != nil {
-			return Image{}, err
-		}
-		parent = chain[i]
+	if err := s.ensureLayers(ctx, cfg.RootFS.DiffIDs, chain, spec.layers, &created); err != nil {
+		return Image{}, err
 	}
 	for _, n := range spec.names {
 		rec.addName(n)
 	}
 	return s.index(rec)
-}
-
-// createdSet lists what one import added, for cleanup on failure.
-type createdSet struct {
-	chains []string
-	blobs  []string
 }
 
 func (s *Store) retain(chains, blobs []string) {
@@ -119,43 +108,8 @@ func (s *Store) ingestBytes(ctx context.Context, d digest.Digest, b []byte, crea
 		return err
 	}
 	if !existed {
-		created.blobs = append(created.blobs, d.String())
+		created.addBlob(d.String())
 	}
-	return nil
-}
-
-// ensureLayer makes sure the snapshot for one layer exists, fetching its
-// blob into content first when needed.
-func (s *Store) ensureLayer(ctx context.Context, parent, diffID digest.Digest, l layerSource, created *createdSet) error {
-	chainID := snapshot.ChainID(parent, diffID)
-	if s.snaps.Exists(chainID) {
-		return nil
-	}
-	if _, err := s.content.Stat(l.desc.Digest); errors.Is(err, errdefs.ErrNotFound) {
-		rc, err := l.open(ctx)
-		if err != nil {
-			return fmt.Errorf("fetch layer %s: %w", l.desc.Digest, err)
-		}
-		existed, err := s.content.Ingest(ctx, l.desc.Digest, l.desc.Size, rc)
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("fetch layer %s: %w", l.desc.Digest, err)
-		}
-		if !existed {
-			created.blobs = append(created.blobs, l.desc.Digest.String())
-		}
-	} else if err != nil {
-		return err
-	}
-	f, err := s.content.Open(l.desc.Digest)
-	if err != nil {
-		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)
-	}
-	defer f.Close()
-	if _, err := s.snaps.Unpack(ctx, parent, diffID, f); err != nil {
-		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)
-	}
-	created.chains = append(created.chains, chainID.String())
 	return nil
 }
 

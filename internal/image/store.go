@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -35,6 +36,12 @@ type Config struct {
 	// Platform selects the image from a multi-arch index; the zero value
 	// means runtime.GOOS/runtime.GOARCH.
 	Platform v1.Platform
+	// PullConcurrency bounds how many layer blobs one pull downloads at
+	// once; 0 means DefaultPullConcurrency.
+	PullConcurrency int
+	// PullProgressTimeout abandons a blob download when no byte arrived
+	// for this long; 0 means DefaultPullProgressTimeout.
+	PullProgressTimeout time.Duration
 }
 
 // Registry holds the settings of one registry host.
