@@ -333,6 +333,13 @@ func (s *Store) loadDockerArchive(ctx context.Context, a archive) ([]Image, erro
 			}
 			spec.layers = append(spec.layers, layerSource{desc: desc, open: a.opener(rel)})
 		}
+		// A docker archive has no manifest; keep one made from what it
+		// has so that Save can write the image out again.
+		man, err := synthManifest(spec)
+		if err != nil {
+			return nil, err
+		}
+		spec.smallBlobs[digest.FromBytes(man)] = man
 		for _, t := range m.RepoTags {
 			n, err := Normalize(t)
 			if err != nil {

@@ -32,8 +32,13 @@ type endpoint struct {
 
 // Pull fetches ref (for this store's platform) from its registry, trying
 // the registry's mirrors first, and stores it. Pulls of the same reference
-// are serialised; layers already unpacked are not fetched again.
-func (s *Store) Pull(ctx context.Context, ref string, auth Auth) (Image, error) {
+// are serialised; layers already unpacked are not fetched again. Options
+// add progress reporting (WithProgress).
+func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOption) (Image, error) {
+	var o pullOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	r, err := parseRef(ref)
 	if err != nil {
 		return Image{}, err
@@ -50,7 +55,7 @@ func (s *Store) Pull(ctx context.Context, ref string, auth Auth) (Image, error) 
 	}
 	var mirrorErrs []string
 	for i, ep := range eps {
-		img, err := s.pullFrom(ctx, ep, r)
+		img, err := s.pullFrom(ctx, ep, r, o.progress)
 		if err == nil {
 			return img, nil
 		}
@@ -143,7 +148,7 @@ func authenticator(a Auth) authn.Authenticator {
 
 // pullFrom pulls from one endpoint; names recorded are the caller's, not
 // the endpoint's (a mirrored image keeps its original name).
-func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference) (Image, error) {
+func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, progress func(Progress)) (Image, error) {
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuth(ep.auth),
@@ -194,9 +199,19 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference) 
 		return Image{}, err
 	}
 	for _, l := range m.Layers {
-		spec.layers = append(spec.layers, layerSource{desc: l, open: blobs.opener(l.Digest)})
+		open := blobs.opener(l.Digest)
+		if progress != nil {
+			open = countingOpener(open, l.Digest.String(), l.Size, progress)
+		}
+		spec.layers = append(spec.layers, layerSource{desc: l, open: open})
 	}
-	return s.commit(ctx, spec)
+	stored, err := s.commit(ctx, spec)
+	if err == nil && progress != nil {
+		for _, l := range m.Layers {
+			progress(Progress{Layer: l.Digest.String(), Done: l.Size, Total: l.Size})
+		}
+	}
+	return stored, err
 }
 
 // blobFetcher downloads raw blobs; it does not verify them (content does,

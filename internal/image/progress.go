@@ -1,0 +1,56 @@
+package image
+
+import (
+	"context"
+	"io"
+)
+
+// Progress is one report of a pull's progress on one layer blob.
+type Progress struct {
+	// Layer is the layer blob's digest.
+	Layer string
+	// Done counts the bytes fetched so far; Total is the blob's size.
+	Done, Total int64
+}
+
+// PullOption changes how one Pull works.
+type PullOption func(*pullOptions)
+
+type pullOptions struct {
+	progress func(Progress)
+}
+
+// WithProgress has Pull call fn as layer bytes arrive, and once more with
+// Done == Total for every layer when the pull succeeds (including layers
+// that were already present). fn may be called from several goroutines at
+// once (for different layers) and must not block for long.
+func WithProgress(fn func(Progress)) PullOption {
+	return func(o *pullOptions) { o.progress = fn }
+}
+
+// countingOpener wraps a layer opener so that reads report progress.
+func countingOpener(open func(context.Context) (io.ReadCloser, error), layer string, total int64, fn func(Progress)) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		rc, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fn(Progress{Layer: layer, Total: total})
+		return &countingReader{ReadCloser: rc, p: Progress{Layer: layer, Total: total}, fn: fn}, nil
+	}
+}
+
+type countingReader struct {
+	io.ReadCloser
+	p  Progress
+	fn func(Progress)
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	if n > 0 {
+		c.p.Done += int64(n)
+		c.fn(c.p)
+	}
+	return n, err
+}
