@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -300,4 +301,40 @@ func assertNothingLeft(t *testing.T, dir string) {
 	if len(entries) != 0 {
 		t.Errorf("sandbox dirs left: %v", entries)
 	}
+}
+
+// TestConcurrentStopRemove: a Stop racing a Remove never writes the removed
+// sandbox's record back.
+func TestConcurrentStopRemove(t *testing.T) {
+	requiresRoot(t)
+	dir := t.TempDir()
+	m, db := newManager(t, dir)
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		id, err := m.Run(ctx, podConfig(fmt.Sprintf("race-%d", i), runtimeapi.NamespaceMode_CONTAINER), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, op := range []func(context.Context, string) error{m.Remove, m.Stop, m.Stop, m.Stop} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := op(ctx, id); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := m.Remove(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	m, db = newManager(t, dir)
+	defer db.Close()
+	if got := m.List(); len(got) != 0 {
+		t.Errorf("sandboxes after a restart: %d, want none", len(got))
+	}
+	assertNothingLeft(t, dir)
 }

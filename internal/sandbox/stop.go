@@ -19,28 +19,25 @@ import (
 // namespaces and /dev/shm are released. The caller has stopped the pod's
 // containers. Stopping a stopped or unknown sandbox succeeds.
 func (m *Manager) Stop(ctx context.Context, id string) error {
-	s, err := m.Get(id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	s, unlock, err := m.locked(id)
+	if s == nil || err != nil {
 		return err
 	}
-	defer m.lock(s.ID)()
-	if err := m.release(ctx, &s, false); err != nil {
+	defer unlock()
+	if err := m.release(ctx, s, false); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", s.ID, err)
 	}
 	if s.State != NotReady {
 		s.State = NotReady
 		s.PausePid, s.PauseStart = 0, 0
-		if err := m.save(&s); err != nil {
+		if err := m.save(s); err != nil {
 			return err
 		}
 		m.log.Info("sandbox stopped", "sandbox", s.ID)
 	}
 	m.mu.Lock()
 	if cur, ok := m.byID[s.ID]; ok {
-		*cur = s
+		*cur = *s
 	}
 	m.mu.Unlock()
 	return nil
@@ -49,15 +46,12 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 // Remove deletes a sandbox, stopping it first if needed. The caller has
 // removed the pod's containers. Removing an unknown sandbox succeeds.
 func (m *Manager) Remove(ctx context.Context, id string) error {
-	s, err := m.Get(id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	s, unlock, err := m.locked(id)
+	if s == nil || err != nil {
 		return err
 	}
-	defer m.lock(s.ID)()
-	if err := m.teardown(ctx, &s); err != nil {
+	defer unlock()
+	if err := m.teardown(ctx, s); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", s.ID, err)
 	}
 	if err := m.db.Delete(recordKind, s.ID); err != nil {
@@ -69,6 +63,29 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	m.names.Release(nameKey(s.Config.GetMetadata()), s.ID)
 	m.log.Info("sandbox removed", "sandbox", s.ID)
 	return nil
+}
+
+// locked takes the lock that serialises Stop and Remove of the sandbox id
+// and returns a copy of the sandbox as it is under that lock: one that was
+// removed while this call waited is nil, never written back.
+func (m *Manager) locked(id string) (*Sandbox, func(), error) {
+	s, err := m.Get(id)
+	if errdefs.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock := m.lock(s.ID)
+	s, err = m.Get(s.ID)
+	if err != nil {
+		unlock()
+		if errdefs.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	return &s, unlock, nil
 }
 
 // release undoes what a ready sandbox holds at runtime. The network goes
