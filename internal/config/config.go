@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	// MaxLayerSize bounds the uncompressed size of one image layer in
 	// bytes; 0 means no bound.
 	MaxLayerSize int64 `toml:"max_layer_size"`
+	// ImagePullProgressTimeout abandons a layer download that received no
+	// byte for this long, written as a duration string ("5m", "30s").
+	ImagePullProgressTimeout time.Duration `toml:"image_pull_progress_timeout"`
 
 	// Network configures pod networking through CNI.
 	Network Network `toml:"network"`
@@ -117,7 +121,8 @@ func Default() Config {
 			"runc": {Path: "runc"},
 			"crun": {Path: "crun"},
 		},
-		ShmSize: 64 << 20,
+		ShmSize:                  64 << 20,
+		ImagePullProgressTimeout: 5 * time.Minute,
 		Network: Network{
 			ConfDir:    "/etc/cni/net.d",
 			PluginDirs: []string{"/opt/cni/bin", "/usr/lib/cni"},
@@ -209,6 +214,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxLayerSize < 0 {
 		errs = append(errs, fmt.Errorf("max_layer_size: %d is negative", c.MaxLayerSize))
+	}
+	if c.ImagePullProgressTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("image_pull_progress_timeout: %s is not positive", c.ImagePullProgressTimeout))
 	}
 	if !filepath.IsAbs(c.Network.ConfDir) {
 		errs = append(errs, fmt.Errorf("network.conf_dir: %q is not an absolute path", c.Network.ConfDir))

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -34,6 +35,7 @@ func TestLoad(t *testing.T) {
 	path := filepath.Join(dir, "crib.toml")
 	data := `
 root = "/tmp/x/root"
+image_pull_progress_timeout = "90s"
 [registries."registry.k8s.io"]
 mirrors = ["http://127.0.0.1:5000"]
 `
@@ -46,6 +48,7 @@ mirrors = ["http://127.0.0.1:5000"]
 	}
 	want := Default()
 	want.Root = "/tmp/x/root"
+	want.ImagePullProgressTimeout = 90 * time.Second
 	want.Registries = map[string]Registry{"registry.k8s.io": {Mirrors: []string{"http://127.0.0.1:5000"}}}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
@@ -84,6 +87,7 @@ func TestValidate(t *testing.T) {
 			c.Registries = map[string]Registry{"gcr.io": {Mirrors: []string{"127.0.0.1:5000"}}}
 		}, "mirrors[0]"},
 		{"shm", func(c *Config) { c.ShmSize = 0 }, "shm_size"},
+		{"pull progress timeout", func(c *Config) { c.ImagePullProgressTimeout = 0 }, "image_pull_progress_timeout"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
 		{"subnet", func(c *Config) { c.Network.Subnet = "10.88.0.0" }, "network.subnet"},
 		{"bridge name", func(c *Config) { c.Network.Bridge = "a-bridge-name-too-long" }, "network.bridge"},

@@ -70,9 +70,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.db.Close()
 
 	images, err := image.Open(ctx, image.Config{
-		Root:         filepath.Join(d.cfg.Root, "images"),
-		Registries:   registries(d.cfg.Registries),
-		MaxLayerSize: d.cfg.MaxLayerSize,
+		Root:                filepath.Join(d.cfg.Root, "images"),
+		Registries:          registries(d.cfg.Registries),
+		MaxLayerSize:        d.cfg.MaxLayerSize,
+		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
 	})
 	if err != nil {
 		return err
