@@ -14,10 +14,13 @@ type Progress struct {
 }
 
 // PullOption changes how one Pull works.
-type PullOption func(*pullOptions)
+type PullOption func(*PullOptions)
 
-type pullOptions struct {
-	progress func(Progress)
+// PullOptions are the settings PullOption functions change; the zero value is a
+// plain pull.
+type PullOptions struct {
+	// Progress, when set, is called as WithProgress describes.
+	Progress func(Progress)
 }
 
 // WithProgress has Pull call fn as layer bytes arrive, and once more with
@@ -25,7 +28,7 @@ type pullOptions struct {
 // that were already present). fn may be called from several goroutines at
 // once (for different layers) and must not block for long.
 func WithProgress(fn func(Progress)) PullOption {
-	return func(o *pullOptions) { o.progress = fn }
+	return func(o *PullOptions) { o.Progress = fn }
 }
 
 // countingOpener wraps a layer opener so that reads report progress.

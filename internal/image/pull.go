@@ -35,7 +35,7 @@ type endpoint struct {
 // are serialised; layers already unpacked are not fetched again. Options
 // add progress reporting (WithProgress).
 func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOption) (Image, error) {
-	var o pullOptions
+	var o PullOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -55,7 +55,7 @@ func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOpt
 	}
 	var mirrorErrs []string
 	for i, ep := range eps {
-		img, err := s.pullFrom(ctx, ep, r, o.progress)
+		img, err := s.pullFrom(ctx, ep, r, o.Progress)
 		if err == nil {
 			return img, nil
 		}
