@@ -2,8 +2,13 @@ package cri
 
 import (
 	"context"
+	"errors"
 
+	"github.com/containerd/errdefs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/crib-dev/crib/internal/image"
 )
@@ -23,7 +28,36 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 		RegistryToken: a.GetRegistryToken(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, pullError(err)
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// pullError gives a failed pull the reason the kubelet looks for. The
+// kubelet recognises an unreachable registry only by a status message that
+// starts with "RegistryUnavailable" and it strips the "rpc error" prefix
+// only from codes.Unknown statuses, so such errors travel as Unknown with
+// that prefix. In-process callers still see both the CRI reason and the
+// errdefs class through errors.Is. Every other error keeps its class and
+// so its code from codeTable.
+func pullError(err error) error {
+	if errdefs.IsUnavailable(err) && !errors.Is(err, crierrors.ErrRegistryUnavailable) {
+		return &registryUnavailableError{err: err}
+	}
+	return err
+}
+
+type registryUnavailableError struct{ err error }
+
+func (e *registryUnavailableError) Error() string {
+	return crierrors.ErrRegistryUnavailable.Error() + ": " + e.err.Error()
+}
+
+func (e *registryUnavailableError) Unwrap() []error {
+	return []error{crierrors.ErrRegistryUnavailable, e.err}
+}
+
+// GRPCStatus is what grpc sends for this error (see pullError).
+func (e *registryUnavailableError) GRPCStatus() *status.Status {
+	return status.New(codes.Unknown, e.Error())
 }
