@@ -207,6 +207,10 @@ func (m *Manager) List() []Container {
 func (m *Manager) update(e *entry, fn func(c *Container)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.byID[e.c.ID] != e {
+		// Removed meanwhile: its record must not come back.
+		return fmt.Errorf("container %s: %w", e.c.ID, errdefs.ErrNotFound)
+	}
 	next := e.c
 	fn(&next)
 	if next.State != e.c.State {
@@ -219,6 +223,19 @@ func (m *Manager) update(e *entry, fn func(c *Container)) error {
 	}
 	e.c = next
 	return nil
+}
+
+// lockOp takes the lock that serialises Start, Stop, Remove and updates of
+// e, and reports whether e still exists under it.
+func (m *Manager) lockOp(e *entry) bool {
+	e.op.Lock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.byID[e.c.ID] != e {
+		e.op.Unlock()
+		return false
+	}
+	return true
 }
 
 // waitExited waits until the container has exited or ctx is done.

@@ -76,7 +76,9 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
+	if !m.lockOp(e) {
+		return fmt.Errorf("update container %s: %w", e.c.ID, errdefs.ErrNotFound)
+	}
 	defer e.op.Unlock()
 	c, _ := m.Get(e.c.ID)
 	if c.State != Running && c.State != Created {

@@ -19,7 +19,9 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
+	if !m.lockOp(e) {
+		return fmt.Errorf("start container %s: %w", e.c.ID, errdefs.ErrNotFound)
+	}
 	defer e.op.Unlock()
 	c, _ := m.Get(e.c.ID)
 	if c.State != Created {

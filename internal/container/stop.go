@@ -32,7 +32,9 @@ func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) er
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
+	if !m.lockOp(e) {
+		return nil
+	}
 	defer e.op.Unlock()
 	return m.stop(ctx, e, timeout)
 }
@@ -143,7 +145,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
+	if !m.lockOp(e) {
+		return nil
+	}
 	defer e.op.Unlock()
 	if err := m.stop(ctx, e, 0); err != nil {
 		return fmt.Errorf("remove container %s: %w", e.c.ID, err)
