@@ -15,41 +15,101 @@ import (
 	"github.com/crib-dev/crib/internal/image"
 )
 
-const imageLoadUsage = "usage: crib image load [--config FILE] [--root DIR] [--state DIR] FILE"
+const imageUsage = `usage: crib image COMMAND [flags] ...
+
+Commands:
+  load FILE                               load an OCI layout or docker-archive tarball
+  pull REF                                pull an image from its registry
+  ls                                      list images
+  inspect REF                             show an image as JSON
+  rm REF...                               remove images (or names of images)
+  save [--format oci|docker] -o FILE REF  write an image to a tarball
+  prune                                   remove every image no container uses
+
+Every command takes --config FILE and --state DIR (the daemon's runtime
+state directory, default /run/crib); load also takes --root DIR.
+`
+
+// imageEnv is what every image subcommand gets: its parsed flags' config
+// and the daemon's API client.
+type imageEnv struct {
+	cfg    config.Config
+	client *api.Client
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type imageSub struct {
+	usage string
+	// args is the number of operands: exactly n, or at least -n when
+	// negative.
+	args  int
+	flags func(fs *flag.FlagSet) func(env imageEnv, args []string) error
+}
+
+func imageSubs() map[string]imageSub {
+	return map[string]imageSub{
+		"load":    {usage: "load [--root DIR] FILE", args: 1, flags: noFlags(imageLoad)},
+		"pull":    {usage: "pull REF", args: 1, flags: noFlags(imagePull)},
+		"ls":      {usage: "ls", args: 0, flags: noFlags(imageList)},
+		"inspect": {usage: "inspect REF", args: 1, flags: noFlags(imageInspect)},
+		"rm":      {usage: "rm REF...", args: -1, flags: noFlags(imageRemove)},
+		"save":    {usage: "save [--format oci|docker] -o FILE REF", args: 1, flags: saveFlags},
+		"prune":   {usage: "prune", args: 0, flags: noFlags(imagePrune)},
+	}
+}
+
+func noFlags(run func(env imageEnv, args []string) error) func(*flag.FlagSet) func(imageEnv, []string) error {
+	return func(*flag.FlagSet) func(imageEnv, []string) error { return run }
+}
 
 func imageCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "load" {
-		fmt.Fprintln(stderr, imageLoadUsage)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, imageUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet("crib image load", flag.ContinueOnError)
+	sub, ok := imageSubs()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "crib image: unknown command %q\n\n%s", args[0], imageUsage)
+		return 2
+	}
+	usage := "usage: crib image " + sub.usage + " [--config FILE] [--state DIR]"
+	fs := flag.NewFlagSet("crib image "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", config.DefaultPath, "configuration file")
 	overrides := map[string]*string{
-		"root":  fs.String("root", "", "persistent state directory, used when no daemon runs (default /var/lib/crib)"),
-		"state": fs.String("state", "", "runtime state directory of the daemon to load into (default /run/crib)"),
+		"state": fs.String("state", "", "runtime state directory of the daemon (default /run/crib)"),
 	}
+	if args[0] == "load" {
+		overrides["root"] = fs.String("root", "", "persistent state directory, used when no daemon runs (default /var/lib/crib)")
+	}
+	run := sub.flags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, imageLoadUsage)
+	if n := fs.NArg(); (sub.args >= 0 && n != sub.args) || (sub.args < 0 && n < -sub.args) {
+		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	cfg, err := loadConfig(fs, *cfgPath, overrides)
 	if err == nil {
-		err = loadImages(context.Background(), cfg, fs.Arg(0), stdout)
+		env := imageEnv{cfg: cfg, client: api.NewClient(filepath.Join(cfg.State, api.SocketName)), stdout: stdout, stderr: stderr}
+		err = run(env, fs.Args())
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "crib image load: %v\n", err)
+		fmt.Fprintf(stderr, "crib image %s: %v\n", args[0], err)
 		return 1
 	}
 	return 0
 }
 
+func imageLoad(env imageEnv, args []string) error {
+	return loadImages(context.Background(), env.cfg, env.client, args[0], env.stdout)
+}
+
 // loadImages hands the tarball to the running daemon, or, when none runs,
 // loads it into the store directly.
-func loadImages(ctx context.Context, cfg config.Config, path string, stdout io.Writer) error {
+func loadImages(ctx context.Context, cfg config.Config, client *api.Client, path string, stdout io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -58,7 +118,7 @@ func loadImages(ctx context.Context, cfg config.Config, path string, stdout io.W
 	// The HTTP client closes a body that is a Closer; the file is needed
 	// again when no daemon answers.
 	body := struct{ io.Reader }{f}
-	loaded, err := api.NewClient(filepath.Join(cfg.State, api.SocketName)).LoadImages(ctx, body)
+	loaded, err := client.LoadImages(ctx, body)
 	if errors.Is(err, api.ErrNoDaemon) {
 		loaded, err = loadDirect(ctx, cfg, f)
 	}

@@ -13,7 +13,7 @@ const usage = `crib: a Kubernetes node runtime
 
 Usage:
   crib daemon [flags]        serve the CRI on a unix socket
-  crib image load FILE       load an OCI layout or docker-archive tarball into the image store
+  crib image COMMAND         pull, ls, inspect, rm, save, load, prune images
   crib config default        print the default configuration
   crib version               print the version
 

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/term"
+
+	"github.com/crib-dev/crib/internal/api"
+	"github.com/crib-dev/crib/internal/image"
+)
+
+func imagePull(env imageEnv, args []string) error {
+	ctx := context.Background()
+	ref := args[0]
+	auth, err := dockerAuth(ref)
+	if err != nil {
+		return err
+	}
+	var show func(api.PullEvent)
+	var done func()
+	if f, ok := env.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bars := newPullBars(env.stdout, time.Now)
+		show, done = bars.update, bars.finish
+	} else {
+		show = func(ev api.PullEvent) { plainProgress(env.stdout, ev) }
+		done = func() {}
+	}
+	id, err := env.client.PullImage(ctx, ref, auth, show)
+	done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "pulled %s %s\n", ref, id)
+	return nil
+}
+
+// dockerAuth finds the user's credential for ref's registry in the docker
+// config (~/.docker/config.json, $DOCKER_CONFIG, credential helpers); nil
+// means anonymous.
+func dockerAuth(ref string) (*image.Auth, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("parse image reference %q: %w", ref, err)
+	}
+	a, err := authn.DefaultKeychain.Resolve(r.Context())
+	if err != nil {
+		return nil, fmt.Errorf("read docker credentials for %s: %w", r.Context().RegistryStr(), err)
+	}
+	if a == authn.Anonymous {
+		return nil, nil
+	}
+	cfg, err := a.Authorization()
+	if err != nil {
+		return nil, fmt.Errorf("read docker credentials for %s: %w", r.Context().RegistryStr(), err)
+	}
+	auth := image.Auth{
+		Username:      cfg.Username,
+		Password:      cfg.Password,
+		Auth:          cfg.Auth,
+		IdentityToken: cfg.IdentityToken,
+		RegistryToken: cfg.RegistryToken,
+	}
+	if auth == (image.Auth{}) {
+		return nil, nil
+	}
+	return &auth, nil
+}
+
+// plainProgress prints one line per progress report: for logs and pipes.
+func plainProgress(w io.Writer, ev api.PullEvent) {
+	fmt.Fprintf(w, "%s %s/%s\n", shortDigest(ev.Layer), humanSize(ev.Done), humanSize(ev.Total))
+}
+
+// pullBars draws one progress bar per layer on a terminal, redrawing all
+// of them in place on every update.
+type pullBars struct {
+	w      io.Writer
+	now    func() time.Time
+	start  time.Time
+	order  []string
+	layers map[string]api.PullEvent
+	drawn  int // lines drawn last time
+}
+
+func newPullBars(w io.Writer, now func() time.Time) *pullBars {
+	return &pullBars{w: w, now: now, start: now(), layers: map[string]api.PullEvent{}}
+}
+
+func (b *pullBars) update(ev api.PullEvent) {
+	if _, ok := b.layers[ev.Layer]; !ok {
+		b.order = append(b.order, ev.Layer)
+	}
+	b.layers[ev.Layer] = ev
+	b.draw()
+}
+
+func (b *pullBars) finish() {}
+
+func (b *pullBars) draw() {
+	var sb strings.Builder
+	if b.drawn > 0 {
+		fmt.Fprintf(&sb, "\x1b[%dA", b.drawn)
+	}
+	elapsed := b.now().Sub(b.start).Seconds()
+	for _, l := range b.order {
+		sb.WriteString("\x1b[2K")
+		sb.WriteString(barLine(b.layers[l], elapsed))
+		sb.WriteByte('\n')
+	}
+	b.drawn = len(b.order)
+	io.WriteString(b.w, sb.String())
+}
+
+// barLine renders one layer: digest, bar, bytes and the average rate.
+func barLine(ev api.PullEvent, elapsed float64) string {
+	const width = 30
+	filled := width
+	if ev.Total > 0 && ev.Done < ev.Total {
+		filled = int(ev.Done * width / ev.Total)
+	}
+	rate := ""
+	if elapsed > 0 && ev.Done < ev.Total {
+		rate = fmt.Sprintf(" %s/s", humanSize(int64(float64(ev.Done)/elapsed)))
+	}
+	state := ""
+	if ev.Total > 0 && ev.Done >= ev.Total {
+		state = " done"
+	}
+	return fmt.Sprintf("%s [%s%s] %s/%s%s%s", shortDigest(ev.Layer),
+		strings.Repeat("=", filled), strings.Repeat(" ", width-filled),
+		humanSize(ev.Done), humanSize(ev.Total), rate, state)
+}
