@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/crib-dev/crib/internal/api"
 	"github.com/crib-dev/crib/internal/image"
 )
 
@@ -19,29 +21,46 @@ func imageList(env imageEnv, _ []string) error {
 	if err != nil {
 		return err
 	}
+	rows := listRows(imgs)
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "IMAGE\tTAG\tIMAGE ID\tSIZE\tPINNED")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", r.repo, r.tag, r.id, r.size, r.pinned)
+	}
+	return tw.Flush()
+}
+
+type listRow struct {
+	repo, tag, id, size string
+	pinned              bool
+}
+
+// listRows makes one row per tag (one for an untagged image), sorted by
+// repository and tag.
+func listRows(imgs []api.ImageInfo) []listRow {
+	var rows []listRow
 	for _, img := range imgs {
-		id := shortDigest(img.ID)
-		size := humanSize(img.Size)
-		pinned := "false"
-		if img.Pinned {
-			pinned = "true"
-		}
+		row := listRow{id: shortDigest(img.ID), size: humanSize(img.Size), pinned: img.Pinned}
 		if len(img.Tags) == 0 {
-			repo := "<none>"
+			row.repo, row.tag = "<none>", "<none>"
 			if len(img.Digests) > 0 {
-				repo, _, _ = strings.Cut(img.Digests[0], "@")
+				row.repo, _, _ = strings.Cut(img.Digests[0], "@")
 			}
-			fmt.Fprintf(tw, "%s\t<none>\t%s\t%s\t%s\n", repo, id, size, pinned)
+			rows = append(rows, row)
 			continue
 		}
 		for _, t := range img.Tags {
-			repo, tag := splitTag(t)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", repo, tag, id, size, pinned)
+			row.repo, row.tag = splitTag(t)
+			rows = append(rows, row)
 		}
 	}
-	return tw.Flush()
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].repo != rows[j].repo {
+			return rows[i].repo < rows[j].repo
+		}
+		return rows[i].tag < rows[j].tag
+	})
+	return rows
 }
 
 // splitTag splits a tag reference at the tag's colon (not a port's).

@@ -24,16 +24,12 @@ func imagePull(env imageEnv, args []string) error {
 		return err
 	}
 	var show func(api.PullEvent)
-	var done func()
 	if f, ok := env.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bars := newPullBars(env.stdout, time.Now)
-		show, done = bars.update, bars.finish
+		show = newPullBars(env.stdout, time.Now).update
 	} else {
 		show = func(ev api.PullEvent) { plainProgress(env.stdout, ev) }
-		done = func() {}
 	}
 	id, err := env.client.PullImage(ctx, ref, auth, show)
-	done()
 	if err != nil {
 		return err
 	}
@@ -83,42 +79,42 @@ func plainProgress(w io.Writer, ev api.PullEvent) {
 type pullBars struct {
 	w      io.Writer
 	now    func() time.Time
-	start  time.Time
 	order  []string
 	layers map[string]api.PullEvent
-	drawn  int // lines drawn last time
+	starts map[string]time.Time // when each layer's first report came
+	drawn  int                  // lines drawn last time
 }
 
 func newPullBars(w io.Writer, now func() time.Time) *pullBars {
-	return &pullBars{w: w, now: now, start: now(), layers: map[string]api.PullEvent{}}
+	return &pullBars{w: w, now: now, layers: map[string]api.PullEvent{}, starts: map[string]time.Time{}}
 }
 
 func (b *pullBars) update(ev api.PullEvent) {
 	if _, ok := b.layers[ev.Layer]; !ok {
 		b.order = append(b.order, ev.Layer)
+		b.starts[ev.Layer] = b.now()
 	}
 	b.layers[ev.Layer] = ev
 	b.draw()
 }
-
-func (b *pullBars) finish() {}
 
 func (b *pullBars) draw() {
 	var sb strings.Builder
 	if b.drawn > 0 {
 		fmt.Fprintf(&sb, "\x1b[%dA", b.drawn)
 	}
-	elapsed := b.now().Sub(b.start).Seconds()
+	now := b.now()
 	for _, l := range b.order {
 		sb.WriteString("\x1b[2K")
-		sb.WriteString(barLine(b.layers[l], elapsed))
+		sb.WriteString(barLine(b.layers[l], now.Sub(b.starts[l]).Seconds()))
 		sb.WriteByte('\n')
 	}
 	b.drawn = len(b.order)
 	io.WriteString(b.w, sb.String())
 }
 
-// barLine renders one layer: digest, bar, bytes and the average rate.
+// barLine renders one layer: digest, bar, bytes and the layer's average
+// rate over elapsed seconds.
 func barLine(ev api.PullEvent, elapsed float64) string {
 	const width = 30
 	filled := width

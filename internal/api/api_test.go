@@ -91,6 +91,7 @@ func (f *fakeStore) Pull(_ context.Context, ref string, auth image.Auth, opts ..
 		for _, l := range []string{"sha256:l1", "sha256:l2"} {
 			progress(image.Progress{Layer: l, Done: 0, Total: 10})
 			progress(image.Progress{Layer: l, Done: 10, Total: 10})
+			progress(image.Progress{Layer: l, Done: 10, Total: 10}) // a repeat is dropped
 		}
 	}
 	if f.pullErr != nil {

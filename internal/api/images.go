@@ -120,26 +120,33 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 }
 
 // eventWriter writes a pull's JSON lines, one writer at a time, throttling
-// each layer's progress reports.
+// each layer's progress reports and dropping repeats.
 type eventWriter struct {
 	mu   sync.Mutex
 	enc  *json.Encoder
 	w    http.ResponseWriter
-	last map[string]time.Time
+	last map[string]sent
+}
+
+// sent is the last report sent for one layer.
+type sent struct {
+	at   time.Time
+	done int64
 }
 
 func newEventWriter(w http.ResponseWriter) *eventWriter {
-	return &eventWriter{enc: json.NewEncoder(w), w: w, last: map[string]time.Time{}}
+	return &eventWriter{enc: json.NewEncoder(w), w: w, last: map[string]sent{}}
 }
 
 func (e *eventWriter) progress(p image.Progress) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
-	if t, seen := e.last[p.Layer]; seen && p.Done < p.Total && now.Sub(t) < progressInterval {
+	last, seen := e.last[p.Layer]
+	if seen && (p.Done == last.done || (p.Done < p.Total && now.Sub(last.at) < progressInterval)) {
 		return
 	}
-	e.last[p.Layer] = now
+	e.last[p.Layer] = sent{at: now, done: p.Done}
 	e.sendLocked(PullEvent{Layer: p.Layer, Done: p.Done, Total: p.Total})
 }
 
