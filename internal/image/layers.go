@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -16,61 +17,61 @@ import (
 // when Config.PullConcurrency is 0.
 const DefaultPullConcurrency = 3
 
-// ensureLayers makes sure every layer's snapshot exists. Missing blobs are
-// downloaded in parallel (at most the configured number at a time) while
-// the snapshots are unpacked strictly bottom-up, each as soon as its blob
-// is stored and its parent is unpacked. Work on one blob or one chain ID is
-// done once across all concurrent pulls: a second pull waits for the first
-// and then finds the result.
+// ensureLayers makes sure every layer's snapshot exists. Snapshots are
+// unpacked strictly bottom-up. The layer next in line is streamed: its
+// download is unpacked as it arrives while the same bytes go into content.
+// Later layers download in the background, in parallel, into content, so
+// that each is ready to unpack once its parent is; a layer whose download
+// has not begun by the time its turn comes is streamed instead. At most the
+// configured number of downloads run at once. Work on one blob or one chain
+// ID is done once across concurrent pulls: a second pull waits for the
+// first and then finds the result.
 func (s *Store) ensureLayers(ctx context.Context, diffIDs, chain []digest.Digest, layers []layerSource, created *createdSet) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	// Only layers whose snapshot is missing need their blob.
-	fetched := make([]chan error, len(layers))
 	sem := make(chan struct{}, s.pullConcurrency())
+	jobs := make([]*layerJob, len(layers))
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	first := true
 	for i, l := range layers {
 		if s.snaps.Exists(chain[i]) {
 			continue
 		}
-		done := make(chan error, 1)
-		fetched[i] = done
+		j := &layerJob{done: make(chan error, 1)}
+		jobs[i] = j
+		if first {
+			// The unpacker streams this one right away.
+			first = false
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				done <- context.Cause(ctx)
 				return
 			}
+			defer func() { <-sem }()
+			if !j.claimed.CompareAndSwap(false, true) {
+				return // the unpacker got to it first and streams it
+			}
 			err := s.fetchBlob(ctx, l, created)
-			<-sem
 			if err != nil {
 				cancel(err)
 			}
-			done <- err
+			j.done <- err
 		}()
 	}
 
 	var parent digest.Digest
 	for i, l := range layers {
-		if fetched[i] != nil {
-			var err error
-			select {
-			case err = <-fetched[i]:
-			case <-ctx.Done():
-				err = context.Cause(ctx)
-			}
-			if err != nil {
-				cancel(err)
-				return err
-			}
-			if err := s.unpackLayer(ctx, parent, diffIDs[i], l, created); err != nil {
+		if j := jobs[i]; j != nil {
+			if err := s.ensureLayer(ctx, sem, j, parent, diffIDs[i], l, created); err != nil {
 				if ctx.Err() != nil {
-					// A failed download stopped this unpack; report that.
+					// Another layer's failure stopped this one; report that.
 					return context.Cause(ctx)
 				}
 				cancel(err)
@@ -80,6 +81,37 @@ func (s *Store) ensureLayers(ctx context.Context, diffIDs, chain []digest.Digest
 		parent = chain[i]
 	}
 	return nil
+}
+
+// layerJob is one layer whose snapshot is missing. Whoever claims it first
+// downloads it: a background fetcher (which reports on done) or the
+// unpacker (which streams it).
+type layerJob struct {
+	claimed atomic.Bool
+	done    chan error
+}
+
+// ensureLayer unpacks one layer once its parent exists: from content when
+// a background fetcher has stored it, streamed from the source otherwise.
+func (s *Store) ensureLayer(ctx context.Context, sem chan struct{}, j *layerJob, parent, diffID digest.Digest, l layerSource, created *createdSet) error {
+	if j.claimed.CompareAndSwap(false, true) {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		defer func() { <-sem }()
+		return s.streamLayer(ctx, parent, diffID, l, created)
+	}
+	select {
+	case err := <-j.done:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return s.unpackLayer(ctx, parent, diffID, l, created)
 }
 
 func (s *Store) pullConcurrency() int {
@@ -131,6 +163,13 @@ func (s *Store) unpackLayer(ctx context.Context, parent, diffID digest.Digest, l
 	if s.snaps.Exists(chainID) {
 		return nil
 	}
+	return s.unpackStored(ctx, parent, diffID, l, created)
+}
+
+// unpackStored unpacks a layer blob from content; the caller holds the
+// chain ID's lock.
+func (s *Store) unpackStored(ctx context.Context, parent, diffID digest.Digest, l layerSource, created *createdSet) error {
+	chainID := snapshot.ChainID(parent, diffID)
 	f, err := s.content.Open(l.desc.Digest)
 	if err != nil {
 		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)

@@ -39,9 +39,14 @@ func TestPullStalledDownloadAbandoned(t *testing.T) {
 		// sendBytes is how much of the blob the handler writes before it
 		// stalls; -1 stalls before sending headers.
 		sendBytes int
+		// layer is the stalling layer: 0 is streamed into its snapshot,
+		// 1 is fetched in the background.
+		layer int
 	}{
-		{name: "no response", sendBytes: -1},
-		{name: "stalls mid body", sendBytes: 10},
+		{name: "streamed layer, no response", sendBytes: -1, layer: 0},
+		{name: "streamed layer, stalls mid body", sendBytes: 10, layer: 0},
+		{name: "background layer, no response", sendBytes: -1, layer: 1},
+		{name: "background layer, stalls mid body", sendBytes: 10, layer: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +55,7 @@ func TestPullStalledDownloadAbandoned(t *testing.T) {
 			t.Cleanup(func() { close(release) })
 			img := testImage(t, "amd64", "stall")
 			reg.push(t, "stall/app:1", img)
-			top := layerDigests(t, img)[1]
+			top := layerDigests(t, img)[tc.layer]
 			reg.wrap = func(w http.ResponseWriter, r *http.Request) bool {
 				if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+top) {
 					return false
