@@ -27,7 +27,10 @@ Commands:
   prune                                   remove every image no container uses
 
 Every command takes --config FILE and --state DIR (the daemon's runtime
-state directory, default /run/crib); load also takes --root DIR.
+state directory, default /run/crib) and talks to the daemon there. When no
+daemon runs, load, ls, inspect and save work on the image store under
+--root DIR (default /var/lib/crib) directly; pull, rm and prune need the
+daemon, which knows what its containers use.
 `
 
 // imageEnv is what every image subcommand gets: its parsed flags' config
@@ -43,18 +46,20 @@ type imageSub struct {
 	usage string
 	// args is the number of operands: exactly n, or at least -n when
 	// negative.
-	args  int
-	flags func(fs *flag.FlagSet) func(env imageEnv, args []string) error
+	args int
+	// direct commands work on the store under --root when no daemon runs.
+	direct bool
+	flags  func(fs *flag.FlagSet) func(env imageEnv, args []string) error
 }
 
 func imageSubs() map[string]imageSub {
 	return map[string]imageSub{
-		"load":    {usage: "load [--root DIR] FILE", args: 1, flags: noFlags(imageLoad)},
+		"load":    {usage: "load [--root DIR] FILE", args: 1, direct: true, flags: noFlags(imageLoad)},
 		"pull":    {usage: "pull REF", args: 1, flags: noFlags(imagePull)},
-		"ls":      {usage: "ls", args: 0, flags: noFlags(imageList)},
-		"inspect": {usage: "inspect REF", args: 1, flags: noFlags(imageInspect)},
+		"ls":      {usage: "ls [--root DIR]", args: 0, direct: true, flags: noFlags(imageList)},
+		"inspect": {usage: "inspect [--root DIR] REF", args: 1, direct: true, flags: noFlags(imageInspect)},
 		"rm":      {usage: "rm REF...", args: -1, flags: noFlags(imageRemove)},
-		"save":    {usage: "save [--format oci|docker] -o FILE REF", args: 1, flags: saveFlags},
+		"save":    {usage: "save [--root DIR] [--format oci|docker] -o FILE REF", args: 1, direct: true, flags: saveFlags},
 		"prune":   {usage: "prune", args: 0, flags: noFlags(imagePrune)},
 	}
 }
@@ -80,7 +85,7 @@ func imageCmd(args []string, stdout, stderr io.Writer) int {
 	overrides := map[string]*string{
 		"state": fs.String("state", "", "runtime state directory of the daemon (default /run/crib)"),
 	}
-	if args[0] == "load" {
+	if sub.direct {
 		overrides["root"] = fs.String("root", "", "persistent state directory, used when no daemon runs (default /var/lib/crib)")
 	}
 	run := sub.flags(fs)
@@ -125,22 +130,43 @@ func loadImages(ctx context.Context, cfg config.Config, client *api.Client, path
 	if err != nil {
 		return err
 	}
+	// An OCI layout lists an image once per tag: report each image once,
+	// with the names it has after the load.
+	var order []string
+	last := map[string]api.LoadedImage{}
 	for _, img := range loaded {
-		fmt.Fprintf(stdout, "loaded %s %s\n", img.ID, strings.Join(img.RepoTags, " "))
+		if _, ok := last[img.ID]; !ok {
+			order = append(order, img.ID)
+		}
+		last[img.ID] = img
+	}
+	for _, id := range order {
+		fmt.Fprintf(stdout, "loaded %s %s\n", id, strings.Join(last[id].RepoTags, " "))
 	}
 	return nil
+}
+
+// withStore opens the image store under the configured root for a command
+// run while no daemon does.
+func withStore(ctx context.Context, cfg config.Config, fn func(*image.Store) error) error {
+	store, err := image.Open(ctx, image.Config{Root: filepath.Join(cfg.Root, "images")})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(store)
 }
 
 func loadDirect(ctx context.Context, cfg config.Config, f *os.File) ([]api.LoadedImage, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	store, err := image.Open(ctx, image.Config{Root: filepath.Join(cfg.Root, "images")})
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	imgs, err := store.Load(ctx, f)
+	var imgs []image.Image
+	err := withStore(ctx, cfg, func(store *image.Store) error {
+		var err error
+		imgs, err = store.Load(ctx, f)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,31 @@ func TestImageLsInspectSaveLoadRm(t *testing.T) {
 	}
 }
 
+func TestImageWithoutDaemon(t *testing.T) {
+	img := testutil.Busybox(t)
+	d := testutil.StartDaemon(t, testutil.Options{Image: &img})
+	id := inspect(t, d, img.Ref).ID
+	d.Stop(t)
+
+	if ls := cribImage(t, d, "ls"); !strings.Contains(ls, id[7:19]) {
+		t.Errorf("crib image ls without a daemon does not show %s:\n%s", id[7:19], ls)
+	}
+	if got := inspect(t, d, img.Ref).ID; got != id {
+		t.Errorf("crib image inspect without a daemon: id %s, want %s", got, id)
+	}
+	out := filepath.Join(t.TempDir(), "img.tar")
+	cribImage(t, d, "save", "-o", out, img.Ref)
+	if fi, err := os.Stat(out); err != nil || fi.Size() == 0 {
+		t.Errorf("crib image save without a daemon wrote nothing: %v", err)
+	}
+	for _, sub := range [][]string{{"rm", img.Ref}, {"prune"}} {
+		msg, err := cribImageErr(t, d, sub[0], sub[1:]...)
+		if err == nil || !strings.Contains(msg, "no crib daemon") {
+			t.Errorf("crib image %s without a daemon = %v, %q; want a no-daemon error", sub[0], err, msg)
+		}
+	}
+}
+
 func TestImagePull(t *testing.T) {
 	if err := registryAnswers(); err != nil {
 		t.Skipf("loopback registry not usable: %v", err)

@@ -17,7 +17,17 @@ import (
 )
 
 func imageList(env imageEnv, _ []string) error {
-	imgs, err := env.client.ListImages(context.Background())
+	ctx := context.Background()
+	imgs, err := env.client.ListImages(ctx)
+	if errors.Is(err, api.ErrNoDaemon) {
+		err = withStore(ctx, env.cfg, func(s *image.Store) error {
+			imgs = nil
+			for _, img := range s.List() {
+				imgs = append(imgs, api.NewImageInfo(img, false))
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -73,7 +83,15 @@ func splitTag(ref string) (repo, tag string) {
 }
 
 func imageInspect(env imageEnv, args []string) error {
-	info, err := env.client.InspectImage(context.Background(), args[0])
+	ctx := context.Background()
+	info, err := env.client.InspectImage(ctx, args[0])
+	if errors.Is(err, api.ErrNoDaemon) {
+		err = withStore(ctx, env.cfg, func(s *image.Store) error {
+			img, err := s.Resolve(args[0])
+			info = api.NewImageInfo(img, true)
+			return err
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -131,7 +149,13 @@ func saveImage(env imageEnv, ref, format, out string) error {
 		return fmt.Errorf("create %s: %w", out, err)
 	}
 	tmp := f.Name()
-	err = env.client.SaveImage(context.Background(), ref, format, f)
+	ctx := context.Background()
+	err = env.client.SaveImage(ctx, ref, format, f)
+	if errors.Is(err, api.ErrNoDaemon) {
+		err = withStore(ctx, env.cfg, func(s *image.Store) error {
+			return s.Save(ctx, ref, format, f)
+		})
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -35,7 +35,7 @@ func (h *handler) list(w http.ResponseWriter, _ *http.Request) {
 	imgs := h.images.List()
 	out := make([]ImageInfo, len(imgs))
 	for i, img := range imgs {
-		out[i] = imageInfo(img, false)
+		out[i] = NewImageInfo(img, false)
 	}
 	writeJSON(w, out)
 }
@@ -46,7 +46,7 @@ func (h *handler) inspect(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, "inspect image", err)
 		return
 	}
-	writeJSON(w, imageInfo(img, true))
+	writeJSON(w, NewImageInfo(img, true))
 }
 
 func (h *handler) remove(w http.ResponseWriter, r *http.Request) {

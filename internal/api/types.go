@@ -17,7 +17,9 @@ type ImageInfo struct {
 	ChainIDs []string         `json:"chainIDs,omitempty"`
 }
 
-func imageInfo(img image.Image, full bool) ImageInfo {
+// NewImageInfo describes img; full adds its configuration and chain IDs,
+// as inspect shows them.
+func NewImageInfo(img image.Image, full bool) ImageInfo {
 	info := ImageInfo{
 		ID:      img.ID,
 		Tags:    nonNil(img.RepoTags),
