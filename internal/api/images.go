@@ -112,11 +112,11 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 	img, err := h.images.Pull(r.Context(), req.Ref, auth, image.WithProgress(ev.progress))
 	if err != nil {
 		h.log.Error("pull image", "ref", req.Ref, "err", err)
-		ev.send(PullEvent{Error: err.Error()})
+		ev.finish(PullEvent{Error: err.Error()})
 		return
 	}
 	h.log.Info("image pulled", "ref", req.Ref, "image", img.ID)
-	ev.send(PullEvent{ID: img.ID})
+	ev.finish(PullEvent{ID: img.ID})
 }
 
 // eventWriter writes a pull's JSON lines, one writer at a time, throttling
@@ -126,6 +126,7 @@ type eventWriter struct {
 	enc  *json.Encoder
 	w    http.ResponseWriter
 	last map[string]sent
+	done bool
 }
 
 // sent is the last report sent for one layer.
@@ -141,6 +142,9 @@ func newEventWriter(w http.ResponseWriter) *eventWriter {
 func (e *eventWriter) progress(p image.Progress) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.done {
+		return
+	}
 	now := time.Now()
 	last, seen := e.last[p.Layer]
 	if seen && (p.Done == last.done || (p.Done < p.Total && now.Sub(last.at) < progressInterval)) {
@@ -150,10 +154,13 @@ func (e *eventWriter) progress(p image.Progress) {
 	e.sendLocked(PullEvent{Layer: p.Layer, Done: p.Done, Total: p.Total})
 }
 
-func (e *eventWriter) send(ev PullEvent) {
+// finish sends the last line; reports arriving later (from a download
+// abandoned as the pull failed) are dropped, as the reply is over.
+func (e *eventWriter) finish(ev PullEvent) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.sendLocked(ev)
+	e.done = true
 }
 
 func (e *eventWriter) sendLocked(ev PullEvent) {
