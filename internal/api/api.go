@@ -32,10 +32,12 @@ func Handler(images Images, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/images/load", h.load)
 	mux.HandleFunc("GET /v1/images", h.list)
-	mux.HandleFunc("GET /v1/images/{ref}", h.inspect)
+	// A reference may come escaped as one segment (as Client sends it) or
+	// with its slashes as they are (as curl sends it).
+	mux.HandleFunc("GET /v1/images/{ref...}", h.inspect)
 	mux.HandleFunc("GET /v1/images/{ref}/save", h.save)
 	mux.HandleFunc("POST /v1/images/pull", h.pull)
-	mux.HandleFunc("DELETE /v1/images/{ref}", h.remove)
+	mux.HandleFunc("DELETE /v1/images/{ref...}", h.remove)
 	mux.HandleFunc("POST /v1/images/prune", h.prune)
 	return mux
 }

@@ -196,6 +196,37 @@ func TestListAndInspect(t *testing.T) {
 	}
 }
 
+func TestUnescapedReference(t *testing.T) {
+	f := newFakeStore()
+	socket := serve(t, f)
+	c := NewClient(socket)
+	for _, tt := range []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodGet, "/v1/images/docker.io/library/busybox:latest", http.StatusOK},
+		{http.MethodGet, "/v1/images/docker.io%2Flibrary%2Fbusybox:latest", http.StatusOK},
+		{http.MethodGet, "/v1/images/docker.io/library/nginx:latest", http.StatusNotFound},
+		{http.MethodDelete, "/v1/images/registry.k8s.io/pause:3.10", http.StatusNoContent},
+	} {
+		req, err := http.NewRequest(tt.method, "http://crib"+tt.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s %s = %d, want %d", tt.method, tt.path, resp.StatusCode, tt.want)
+		}
+	}
+	if diff := cmp.Diff([]string{"registry.k8s.io/pause:3.10"}, f.removed); diff != "" {
+		t.Errorf("removed (-want +got):\n%s", diff)
+	}
+}
+
 func TestRemovePruneSave(t *testing.T) {
 	f := newFakeStore()
 	c := NewClient(serve(t, f))
