@@ -46,3 +46,19 @@ func TestBarLine(t *testing.T) {
 		t.Errorf("barLine when done = %q", full)
 	}
 }
+
+func TestPlainProgress(t *testing.T) {
+	var buf strings.Builder
+	p := newPlainProgress(&buf)
+	l := "sha256:0123456789abcdef"
+	for _, done := range []int64{0, 10, 50, 99, 100, 150, 990, 1000, 1000} {
+		p.update(api.PullEvent{Layer: l, Done: done, Total: 1000})
+	}
+	want := "0123456789ab 0B/1.0kB\n" +
+		"0123456789ab 100B/1.0kB\n" +
+		"0123456789ab 990B/1.0kB\n" +
+		"0123456789ab 1.0kB/1.0kB done\n"
+	if buf.String() != want {
+		t.Errorf("plain progress printed:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}

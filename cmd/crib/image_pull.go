@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -17,7 +19,10 @@ import (
 )
 
 func imagePull(env imageEnv, args []string) error {
-	ctx := context.Background()
+	// Interrupting the CLI ends the request, which cancels the daemon's
+	// pull.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	ref := args[0]
 	auth, err := dockerAuth(ref)
 	if err != nil {
@@ -27,7 +32,7 @@ func imagePull(env imageEnv, args []string) error {
 	if f, ok := env.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		show = newPullBars(env.stdout, time.Now).update
 	} else {
-		show = func(ev api.PullEvent) { plainProgress(env.stdout, ev) }
+		show = newPlainProgress(env.stdout).update
 	}
 	id, err := env.client.PullImage(ctx, ref, auth, show)
 	if err != nil {
@@ -69,9 +74,31 @@ func dockerAuth(ref string) (*image.Auth, error) {
 	return &auth, nil
 }
 
-// plainProgress prints one line per progress report: for logs and pipes.
-func plainProgress(w io.Writer, ev api.PullEvent) {
-	fmt.Fprintf(w, "%s %s/%s\n", shortDigest(ev.Layer), humanSize(ev.Done), humanSize(ev.Total))
+// plainProgress prints progress as lines, for logs and pipes: a layer's
+// first report, one per tenth of it fetched, and its completion.
+type plainProgress struct {
+	w     io.Writer
+	tenth map[string]int64 // last tenth printed per layer
+}
+
+func newPlainProgress(w io.Writer) *plainProgress {
+	return &plainProgress{w: w, tenth: map[string]int64{}}
+}
+
+func (p *plainProgress) update(ev api.PullEvent) {
+	tenth := int64(10)
+	if ev.Total > 0 && ev.Done < ev.Total {
+		tenth = ev.Done * 10 / ev.Total
+	}
+	if last, seen := p.tenth[ev.Layer]; seen && tenth <= last {
+		return
+	}
+	p.tenth[ev.Layer] = tenth
+	state := ""
+	if tenth == 10 {
+		state = " done"
+	}
+	fmt.Fprintf(p.w, "%s %s/%s%s\n", shortDigest(ev.Layer), humanSize(ev.Done), humanSize(ev.Total), state)
 }
 
 // pullBars draws one progress bar per layer on a terminal, redrawing all
