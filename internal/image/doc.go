@@ -1,6 +1,8 @@
 // Package image is crib's image store: it pulls images from registries,
 // loads them from OCI image-layout or docker-archive tarballs, keeps one
-// record per image and resolves the names the kubelet and the CLI use.
+// record per image and resolves the names the kubelet and the CLI use. It
+// writes images back out in either format (Save) and removes the images no
+// container uses (PruneImages; pinned images never).
 //
 // It owns <root>/images (one versioned JSON record per image, written with an
 // atomic rename and rebuilt into an in-memory index on Open) and <root>/tmp,
