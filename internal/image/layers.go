@@ -28,12 +28,18 @@ const DefaultPullConcurrency = 3
 // first and then finds the result.
 func (s *Store) ensureLayers(ctx context.Context, diffIDs, chain []digest.Digest, layers []layerSource, created *createdSet) error {
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
-	sem := make(chan struct{}, s.pullConcurrency())
-	jobs := make([]*layerJob, len(layers))
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel(nil) // fetchers still queued give up
+		wg.Wait()
+	}()
+
+	// The unpacker's own download is one of the allowed; background
+	// fetchers share the rest, so with a bound of 1 layers simply stream
+	// one after another.
+	background := s.pullConcurrency() - 1
+	sem := make(chan struct{}, max(background, 1))
+	jobs := make([]*layerJob, len(layers))
 	first := true
 	for i, l := range layers {
 		if s.snaps.Exists(chain[i]) {
@@ -41,8 +47,8 @@ func (s *Store) ensureLayers(ctx context.Context, diffIDs, chain []digest.Digest
 		}
 		j := &layerJob{done: make(chan error, 1)}
 		jobs[i] = j
-		if first {
-			// The unpacker streams this one right away.
+		if first || background == 0 {
+			// The unpacker streams this one when its turn comes.
 			first = false
 			continue
 		}
@@ -69,7 +75,7 @@ func (s *Store) ensureLayers(ctx context.Context, diffIDs, chain []digest.Digest
 	var parent digest.Digest
 	for i, l := range layers {
 		if j := jobs[i]; j != nil {
-			if err := s.ensureLayer(ctx, sem, j, parent, diffIDs[i], l, created); err != nil {
+			if err := s.ensureLayer(ctx, j, parent, diffIDs[i], l, created); err != nil {
 				if ctx.Err() != nil {
 					// Another layer's failure stopped this one; report that.
 					return context.Cause(ctx)
@@ -93,14 +99,8 @@ type layerJob struct {
 
 // ensureLayer unpacks one layer once its parent exists: from content when
 // a background fetcher has stored it, streamed from the source otherwise.
-func (s *Store) ensureLayer(ctx context.Context, sem chan struct{}, j *layerJob, parent, diffID digest.Digest, l layerSource, created *createdSet) error {
+func (s *Store) ensureLayer(ctx context.Context, j *layerJob, parent, diffID digest.Digest, l layerSource, created *createdSet) error {
 	if j.claimed.CompareAndSwap(false, true) {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		defer func() { <-sem }()
 		return s.streamLayer(ctx, parent, diffID, l, created)
 	}
 	select {
