@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/crib-dev/crib/internal/mount"
 )
 
 // leakWait is how long the leak check gives processes that were just
@@ -258,8 +258,8 @@ func (d *Daemon) forceClean() error {
 	mounts := d.mounts()
 	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
 	for _, m := range mounts {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+		if err := mount.Unmount(m); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, parent := range d.cgroupParents() {
