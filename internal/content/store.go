@@ -243,7 +243,10 @@ func (s *Store) Walk(fn func(Info) error) error {
 	return nil
 }
 
-// ctxReader stops a copy when its context is done.
+// ContextReader returns r reading until ctx is done, so that a long copy
+// stops with its caller.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx: ctx, r: r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader

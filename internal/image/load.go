@@ -20,6 +20,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/opencontainers/go-digest"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/crib-dev/crib/internal/content"
 )
 
 const (
@@ -374,21 +376,9 @@ func (a archive) describe(ctx context.Context, rel string) (imagespec.Descriptor
 		mediaType = imagespec.MediaTypeImageLayerGzip
 	}
 	dg := digest.SHA256.Digester()
-	size, err := io.Copy(dg.Hash(), ctxReader{ctx, f})
+	size, err := io.Copy(dg.Hash(), content.ContextReader(ctx, f))
 	if err != nil {
 		return imagespec.Descriptor{}, fmt.Errorf("hash layer %q: %w", rel, err)
 	}
 	return imagespec.Descriptor{MediaType: mediaType, Digest: dg.Digest(), Size: size}, nil
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
