@@ -225,17 +225,23 @@ func (m *Manager) update(e *entry, fn func(c *Container)) error {
 	return nil
 }
 
-// lockOp takes the lock that serialises Start, Stop, Remove and updates of
-// e, and reports whether e still exists under it.
-func (m *Manager) lockOp(e *entry) bool {
+// locked finds the container id (or a unique prefix) and takes the lock
+// that serialises its Start, Stop, Remove and updates. It returns the
+// container as it is under that lock; one removed while this call waited
+// is errdefs.ErrNotFound. The caller unlocks e.op.
+func (m *Manager) locked(id string) (*entry, Container, error) {
+	e, err := m.entry(id)
+	if err != nil {
+		return nil, Container{}, err
+	}
 	e.op.Lock()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.byID[e.c.ID] != e {
 		e.op.Unlock()
-		return false
+		return nil, Container{}, fmt.Errorf("container %s: %w", e.c.ID, errdefs.ErrNotFound)
 	}
-	return true
+	return e, e.c, nil
 }
 
 // waitExited waits until the container has exited or ctx is done.

@@ -72,15 +72,11 @@ func (m *Manager) readSpec(id string) (*specs.Spec, error) {
 // UpdateResources changes the resources of a created or running container
 // and records them, so that status shows the new values.
 func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
-	e, err := m.entry(id)
+	e, c, err := m.locked(id)
 	if err != nil {
 		return err
 	}
-	if !m.lockOp(e) {
-		return fmt.Errorf("update container %s: %w", e.c.ID, errdefs.ErrNotFound)
-	}
 	defer e.op.Unlock()
-	c, _ := m.Get(e.c.ID)
 	if c.State != Running && c.State != Created {
 		return fmt.Errorf("update container %s: state is %s: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
 	}

@@ -15,15 +15,11 @@ import (
 
 // Start starts a created container.
 func (m *Manager) Start(ctx context.Context, id string) error {
-	e, err := m.entry(id)
+	e, c, err := m.locked(id)
 	if err != nil {
 		return err
 	}
-	if !m.lockOp(e) {
-		return fmt.Errorf("start container %s: %w", e.c.ID, errdefs.ErrNotFound)
-	}
 	defer e.op.Unlock()
-	c, _ := m.Get(e.c.ID)
 	if c.State != Created {
 		return fmt.Errorf("start container %s: state is %s, not created: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
 	}

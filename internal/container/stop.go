@@ -25,15 +25,12 @@ const killWait = 10 * time.Second
 // Stop stops a container: its stop signal, then SIGKILL after timeout. A
 // container that is not running, or unknown, is fine.
 func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) error {
-	e, err := m.entry(id)
+	e, _, err := m.locked(id)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	if !m.lockOp(e) {
-		return nil
 	}
 	defer e.op.Unlock()
 	return m.stop(ctx, e, timeout)
@@ -138,15 +135,12 @@ func parseSignal(s string) (syscall.Signal, error) {
 // kubelet's, which removes logs itself. Removing an unknown container
 // succeeds.
 func (m *Manager) Remove(ctx context.Context, id string) error {
-	e, err := m.entry(id)
+	e, _, err := m.locked(id)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	if !m.lockOp(e) {
-		return nil
 	}
 	defer e.op.Unlock()
 	if err := m.stop(ctx, e, 0); err != nil {
