@@ -190,26 +190,27 @@ func (m *Manager) Ready() (bool, string) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.list == nil {
-		msg := "no CNI configuration"
-		if m.loadErr != nil {
-			msg = m.loadErr.Error()
-		}
-		return false, msg
+		return false, m.notReady()
 	}
 	return true, ""
 }
 
+// current is the configuration new pods are attached with.
 func (m *Manager) current() (*libcni.NetworkConfigList, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.list == nil {
-		msg := "no CNI configuration"
-		if m.loadErr != nil {
-			msg = m.loadErr.Error()
-		}
-		return nil, fmt.Errorf("pod network is not ready: %s: %w", msg, errdefs.ErrFailedPrecondition)
+		return nil, fmt.Errorf("pod network is not ready: %s: %w", m.notReady(), errdefs.ErrFailedPrecondition)
 	}
 	return m.list, nil
+}
+
+// notReady says why there is no configuration; the caller holds m.mu.
+func (m *Manager) notReady() string {
+	if m.loadErr != nil {
+		return m.loadErr.Error()
+	}
+	return "no CNI configuration"
 }
 
 func runtimeConf(p Pod) *libcni.RuntimeConf {
