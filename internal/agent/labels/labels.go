@@ -1,0 +1,52 @@
+// Package labels names the labels and annotations the agent puts on the
+// sandboxes and containers it creates. They are the only memory the agent
+// keeps: after a restart it rebuilds every pod from them, so they carry the
+// same keys the kubelet uses and any tool that knows those keys (crictl,
+// critest, a kubelet-aware log collector) can read them.
+package labels
+
+// Labels on both sandboxes and containers.
+const (
+	PodName      = "io.kubernetes.pod.name"
+	PodNamespace = "io.kubernetes.pod.namespace"
+	PodUID       = "io.kubernetes.pod.uid"
+	// ManagedBy marks objects the agent created, so that it never adopts
+	// or removes what another client of the same runtime made.
+	ManagedBy      = "io.crib.agent.managed"
+	ManagedByValue = "true"
+)
+
+// Labels on containers only.
+const (
+	ContainerName = "io.kubernetes.container.name"
+)
+
+// Annotations on containers.
+const (
+	// ContainerHash is plan.ContainerHash of the spec the container was
+	// created from; a different hash in the manifest restarts it.
+	ContainerHash = "io.kubernetes.container.hash"
+	// RestartCount is the container's restart count when it was created.
+	RestartCount = "io.kubernetes.container.restartCount"
+	// ContainerType is "init", "app" or "ephemeral".
+	ContainerType = "io.crib.agent.container.type"
+	// TerminationMessagePath mirrors the container's field so that the
+	// status can be read back after the manifest changed.
+	TerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
+	// TerminationGracePeriod is the pod's grace period in seconds.
+	TerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+)
+
+// Annotations on sandboxes.
+const (
+	// SandboxHash is plan.SandboxHash of the pod-level fields the sandbox
+	// was created from; a different hash recreates the sandbox.
+	SandboxHash = "io.crib.agent.sandbox.hash"
+)
+
+// Container types, the values of ContainerType.
+const (
+	TypeInit      = "init"
+	TypeApp       = "app"
+	TypeEphemeral = "ephemeral"
+)

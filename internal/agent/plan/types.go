@@ -1,0 +1,134 @@
+package plan
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// SandboxState is the runtime's view of a sandbox.
+type SandboxState int
+
+const (
+	SandboxNotReady SandboxState = iota
+	SandboxReady
+)
+
+// ContainerState is the runtime's view of a container.
+type ContainerState int
+
+const (
+	ContainerCreated ContainerState = iota
+	ContainerRunning
+	ContainerExited
+	ContainerUnknown
+)
+
+func (s ContainerState) String() string {
+	switch s {
+	case ContainerCreated:
+		return "created"
+	case ContainerRunning:
+		return "running"
+	case ContainerExited:
+		return "exited"
+	default:
+		return "unknown"
+	}
+}
+
+// Sandbox is one sandbox the runtime holds for the pod.
+type Sandbox struct {
+	ID        string
+	Attempt   uint32
+	State     SandboxState
+	IP        string    // primary pod IP, empty on the host network
+	IPs       []string  // every pod IP, primary first
+	CreatedAt time.Time // for ordering; newest first in Observed
+	Hash      string    // labels.SandboxHash annotation
+}
+
+// Container is one container the runtime holds for the pod, in any sandbox.
+type Container struct {
+	ID         string
+	Name       string // labels.ContainerName
+	Type       string // labels.ContainerType: init, app, ephemeral
+	SandboxID  string
+	State      ContainerState
+	Hash       string // labels.ContainerHash
+	Attempt    uint32 // the CRI metadata attempt, which is the restart count
+	ExitCode   int32
+	Reason     string // the runtime's reason, e.g. "OOMKilled", "Completed", "Error"
+	Message    string
+	Image      string // the image as the manifest names it
+	ImageRef   string // the image id the runtime resolved
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Observed is everything the runtime reports for one pod. Sandboxes and
+// Containers are each sorted newest first (by CreatedAt).
+type Observed struct {
+	Sandboxes  []Sandbox
+	Containers []Container
+}
+
+// Input is what ComputeActions decides from.
+type Input struct {
+	Pod      *corev1.Pod
+	Observed Observed
+	// SandboxHash is the hash of the sandbox config this pod wants now
+	// (kuberuntime computes it from the generated PodSandboxConfig); a live
+	// sandbox with a different Hash is replaced.
+	SandboxHash string
+	// LivenessFailed and StartupFailed name container IDs whose liveness or
+	// startup probe has failed past its threshold; they are killed and, by
+	// restart policy, started again.
+	LivenessFailed map[string]bool
+	StartupFailed  map[string]bool
+}
+
+// Kill asks for one container to be stopped.
+type Kill struct {
+	ID      string
+	Name    string
+	Reason  string // why, in the kubelet's words, e.g. "spec changed", "liveness probe failed"
+	Message string
+}
+
+// Actions is the plan for one sync of one pod. The executor applies it in
+// this order: KillPod; ContainersToKill; CreateSandbox; NextInit;
+// ContainersToStart.
+type Actions struct {
+	// KillPod stops every container and the sandbox before anything else,
+	// because the sandbox is gone, changed, or the pod is finished.
+	KillPod bool
+	// CreateSandbox asks for a new sandbox with Attempt.
+	CreateSandbox bool
+	Attempt       uint32
+	// SandboxID is the sandbox the containers run in: the live one, or
+	// empty when CreateSandbox is set.
+	SandboxID string
+	// ContainersToKill are containers to stop (and remove later) without
+	// touching the sandbox.
+	ContainersToKill []Kill
+	// NextInit is the index in Spec.InitContainers of the init container to
+	// start now, or -1.
+	NextInit int
+	// ContainersToStart are indexes in Spec.Containers to start now, each
+	// with its next restart count.
+	ContainersToStart []Start
+	// InitFailed is set when an init container failed and the pod's restart
+	// policy is Never: the pod is Failed and nothing more is started.
+	InitFailed bool
+	// Reason says in a few words why the plan is what it is, for the debug log.
+	Reason string
+}
+
+// Start asks for one container to be started.
+type Start struct {
+	Index        int    // in Spec.Containers (or Spec.InitContainers for NextInit)
+	RestartCount uint32 // the attempt for CreateContainer
+	Message      string // why it (re)starts, for the log
+}
