@@ -134,6 +134,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := containers.Restore(ctx); err != nil {
 		return err
 	}
+	// Every container now retains its layers, so what no image references
+	// is garbage: the finished blobs and snapshots of a pull that a crash
+	// interrupted (the partial ones went when the store opened).
+	if err := images.Prune(ctx); err != nil {
+		d.log.Warn("remove leftovers of interrupted pulls", "err", err)
+	}
 	monitors.Warm()
 
 	if d.streams, err = d.startStreaming(containers, sandboxes); err != nil {
