@@ -136,7 +136,7 @@ func decodeDocument(doc []byte, isJSON bool, n int, multi bool) ([]object, error
 		var err error
 		js, err = yaml.YAMLToJSONStrict(doc)
 		if err != nil {
-			return nil, invalidf("%s%v", prefix, err)
+			return nil, invalidf("%s%s", prefix, oneLine(err.Error()))
 		}
 	}
 	js = bytes.TrimSpace(js)
@@ -315,4 +315,10 @@ func splitJSON(data []byte) ([][]byte, error) {
 		}
 		docs = append(docs, raw)
 	}
+}
+
+// oneLine folds yaml's multi-line error lists ("unmarshal errors:\n  line
+// 5: ...") onto one line.
+func oneLine(msg string) string {
+	return strings.Join(strings.Fields(msg), " ")
 }
