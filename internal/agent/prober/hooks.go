@@ -2,7 +2,7 @@ package prober
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"strings"
 	"time"
 
