@@ -185,21 +185,29 @@ func TestCrictlPodLifecycle(t *testing.T) {
 	})
 
 	step("imagefsinfo", func(t *testing.T) {
+		type usage struct {
+			FsID struct {
+				Mountpoint string `json:"mountpoint"`
+			} `json:"fsId"`
+			UsedBytes struct {
+				Value string `json:"value"`
+			} `json:"usedBytes"`
+		}
 		var fs struct {
 			Status struct {
-				ImageFilesystems []struct {
-					FsID struct {
-						Mountpoint string `json:"mountpoint"`
-					} `json:"fsId"`
-					UsedBytes struct {
-						Value string `json:"value"`
-					} `json:"usedBytes"`
-				} `json:"imageFilesystems"`
+				ImageFilesystems     []usage `json:"imageFilesystems"`
+				ContainerFilesystems []usage `json:"containerFilesystems"`
 			} `json:"status"`
 		}
 		decode(t, c.run("imagefsinfo"), &fs)
-		if len(fs.Status.ImageFilesystems) == 0 {
-			t.Fatal("crictl imagefsinfo lists no image filesystem")
+		if len(fs.Status.ImageFilesystems) == 0 || len(fs.Status.ContainerFilesystems) == 0 {
+			t.Fatalf("crictl imagefsinfo lists %d image and %d container filesystems, want both",
+				len(fs.Status.ImageFilesystems), len(fs.Status.ContainerFilesystems))
+		}
+		// One filesystem holds both: the kubelet reads differing
+		// mountpoints as separate image and container disks.
+		if im, cm := fs.Status.ImageFilesystems[0].FsID.Mountpoint, fs.Status.ContainerFilesystems[0].FsID.Mountpoint; im != cm {
+			t.Errorf("image filesystem mountpoint %q, container filesystem mountpoint %q: want the same", im, cm)
 		}
 		got := fs.Status.ImageFilesystems[0]
 		if !strings.HasPrefix(got.FsID.Mountpoint, d.Root) {
