@@ -7,16 +7,25 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// invalidError is a manifest problem: its message is the whole story and
-// its class is errdefs.ErrInvalidArgument.
-type invalidError struct{ msg string }
+// classError is a manifest problem whose message is the whole story (no
+// ": invalid argument" tail) and whose class is one of errdefs'.
+type classError struct {
+	msg   string
+	class error
+}
 
-func (e *invalidError) Error() string { return e.msg }
+func (e *classError) Error() string { return e.msg }
 
-func (e *invalidError) Unwrap() error { return errdefs.ErrInvalidArgument }
+func (e *classError) Unwrap() error { return e.class }
 
+// invalidf is an errdefs.ErrInvalidArgument.
 func invalidf(format string, args ...any) error {
-	return &invalidError{msg: fmt.Sprintf(format, args...)}
+	return &classError{msg: fmt.Sprintf(format, args...), class: errdefs.ErrInvalidArgument}
+}
+
+// existsf is an errdefs.ErrAlreadyExists.
+func existsf(format string, args ...any) error {
+	return &classError{msg: fmt.Sprintf(format, args...), class: errdefs.ErrAlreadyExists}
 }
 
 // fieldError is one invalid field, named by its path the way the API

@@ -187,10 +187,10 @@ func claim(owners map[string]string, path string, objs []object) error {
 	for _, o := range objs {
 		k := o.kind() + " " + o.key()
 		if prev, ok := owners[k]; ok {
-			return fmt.Errorf("%s %q: already defined in %s: %w", o.kind(), o.key(), prev, errdefs.ErrAlreadyExists)
+			return existsf("%s %q: already defined in %s", o.kind(), o.key(), prev)
 		}
 		if mine[k] {
-			return fmt.Errorf("%s %q: defined twice in this file: %w", o.kind(), o.key(), errdefs.ErrAlreadyExists)
+			return existsf("%s %q: defined twice in this file", o.kind(), o.key())
 		}
 		mine[k] = true
 	}
