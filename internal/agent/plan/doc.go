@@ -2,10 +2,40 @@
 // function from the desired pod (a core/v1 Pod) and what the runtime reports
 // about it (Observed) to a list of actions (Actions): kill the pod, create a
 // sandbox, kill these containers, start the next init container, start these
-// app containers. It performs nothing; kuberuntime carries the actions out.
+// app containers. It performs nothing; kuberuntime carries the actions out,
+// and owns backoff, image pulls, hooks and garbage collection. ContainerHash
+// is the spec hash the agent stores on each container and compares here.
 //
-// Invariants: ComputeActions never asks to start a container that is
-// running or created, never starts an app container before every init
-// container has succeeded, and never asks for two live instances of one
-// container name.
+// The rules are the kubelet's computePodActions:
+//   - A new sandbox is needed when there is none, when more than one is
+//     ready, when the newest is not ready, when its hash differs from
+//     Input.SandboxHash, or when it has no IP and the pod is not on the host
+//     network. Everything is killed first, then the first init container
+//     starts (or every app container, minus those that succeeded under
+//     OnFailure). A finished pod gets no new sandbox: restart policy Never
+//     once the pod had a sandbox and any container, or every app container
+//     succeeded under OnFailure with the init containers done.
+//   - Init containers run one at a time, each to success. A failed one runs
+//     again unless the policy is Never, which fails the pod (InitFailed,
+//     KillPod). Init progress is read from the current sandbox only, which
+//     stands in for the kubelet's purge of init containers on a new sandbox.
+//   - App containers start once the init containers are done. A running one
+//     whose hash changed is killed and restarted whatever the policy; one
+//     whose liveness or startup probe failed is killed and restarted unless
+//     the policy is Never. An exited one restarts under Always, under
+//     OnFailure when its exit code is not 0, never under Never. Created and
+//     unknown instances are killed and replaced whatever the policy.
+//   - When no app container is kept and none starts, the pod is killed.
+//
+// Beyond the kubelet, which relies on the API server for these, the plan
+// kills live containers whose name the spec no longer has, live instances
+// older than the newest of their name, and live containers outside the
+// current sandbox. Exited containers are never killed or removed here.
+//
+// Invariants (checked on every table case in the tests): a new instance of
+// a name is planned only when every live instance of it is killed in the
+// same plan; no app container starts before every init container has
+// succeeded, nor together with an init container; a plan that kills the pod
+// for good does nothing else; restart counts only grow, so a new instance's
+// CRI name never collides with one the runtime still holds.
 package plan

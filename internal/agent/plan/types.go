@@ -100,9 +100,15 @@ type Kill struct {
 // Actions is the plan for one sync of one pod. The executor applies it in
 // this order: KillPod; ContainersToKill; CreateSandbox; NextInit;
 // ContainersToStart.
+//
+// When KillPod is set without CreateSandbox the pod is done for now:
+// ContainersToKill and ContainersToStart are empty and NextInit is -1.
+// When CreateSandbox is set, ContainersToKill is empty (KillPod covers it)
+// and either NextInit is 0 or ContainersToStart lists the app containers.
 type Actions struct {
-	// KillPod stops every container and the sandbox before anything else,
-	// because the sandbox is gone, changed, or the pod is finished.
+	// KillPod stops every container and every sandbox of the pod before
+	// anything else, because the sandbox is gone, changed, or the pod is
+	// finished. It is set only when something is there to stop.
 	KillPod bool
 	// CreateSandbox asks for a new sandbox with Attempt.
 	CreateSandbox bool
@@ -116,6 +122,10 @@ type Actions struct {
 	// NextInit is the index in Spec.InitContainers of the init container to
 	// start now, or -1.
 	NextInit int
+	// NextInitRestartCount is the attempt for NextInit's CreateContainer:
+	// one more than the highest attempt of that name the runtime still
+	// holds (in any sandbox), or 0.
+	NextInitRestartCount uint32
 	// ContainersToStart are indexes in Spec.Containers to start now, each
 	// with its next restart count.
 	ContainersToStart []Start
@@ -128,7 +138,7 @@ type Actions struct {
 
 // Start asks for one container to be started.
 type Start struct {
-	Index        int    // in Spec.Containers (or Spec.InitContainers for NextInit)
+	Index        int    // in Spec.Containers
 	RestartCount uint32 // the attempt for CreateContainer
 	Message      string // why it (re)starts, for the log
 }
