@@ -1,0 +1,222 @@
+package podconfig
+
+import (
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The kubelet's CPU and OOM constants.
+const (
+	minShares        = 2
+	maxShares        = 262144
+	sharesPerCPU     = 1024
+	milliPerCPU      = 1000
+	quotaPeriod      = 100000 // microseconds, the CFS default
+	minQuota         = 1000   // microseconds
+	guaranteedOOMAdj = -997
+	bestEffortOOMAdj = 1000
+	nodeCriticalPrio = "system-node-critical"
+)
+
+// milliCPUToShares converts a CPU request to cgroup v1 cpu.shares, bounded
+// to [2, 262144]; no request gets the minimum.
+func milliCPUToShares(milli int64) int64 {
+	if milli <= 0 {
+		return minShares
+	}
+	shares := milli * sharesPerCPU / milliPerCPU
+	switch {
+	case shares < minShares:
+		return minShares
+	case shares > maxShares:
+		return maxShares
+	}
+	return shares
+}
+
+// milliCPUToQuota converts a CPU limit to a CFS quota for the period; no
+// limit is no quota (0), a tiny one is raised to the kernel's 1 ms minimum.
+func milliCPUToQuota(milli, period int64) int64 {
+	if milli <= 0 {
+		return 0
+	}
+	quota := milli * period / milliPerCPU
+	if quota < minQuota {
+		return minQuota
+	}
+	return quota
+}
+
+// linuxResources is the kubelet's calculateLinuxResources: shares from the
+// CPU request, quota and period from the CPU limit, the memory limit as is.
+func linuxResources(cpuRequestMilli, cpuLimitMilli, memoryLimit int64) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{
+		CpuShares: milliCPUToShares(cpuRequestMilli),
+		CpuPeriod: quotaPeriod,
+		CpuQuota:  milliCPUToQuota(cpuLimitMilli, quotaPeriod),
+	}
+	if memoryLimit > 0 {
+		r.MemoryLimitInBytes = memoryLimit
+	}
+	return r
+}
+
+// containerResources converts the container's requests and limits to CRI
+// resources; an unset container limit falls back to the pod-level limit.
+func containerResources(pod *corev1.Pod, c *corev1.Container, qos corev1.PodQOSClass, nodeMemory int64) *runtimeapi.LinuxContainerResources {
+	req := effectiveRequests(c)
+	cpuLimit := c.Resources.Limits.Cpu().MilliValue()
+	memLimit := c.Resources.Limits.Memory().Value()
+	if pr := pod.Spec.Resources; pr != nil {
+		if cpuLimit == 0 {
+			cpuLimit = pr.Limits.Cpu().MilliValue()
+		}
+		if memLimit == 0 {
+			memLimit = pr.Limits.Memory().Value()
+		}
+	}
+	r := linuxResources(req.Cpu().MilliValue(), cpuLimit, memLimit)
+	r.OomScoreAdj = oomScoreAdj(pod, c, qos, nodeMemory)
+	return r
+}
+
+// oomScoreAdj is the kubelet's GetContainerOOMScoreAdjust. Node-critical
+// and Guaranteed pods get -997, BestEffort 1000, and a Burstable container
+// 1000 minus its memory request in thousandths of the node's memory,
+// clamped to [3, 999] so that it stays between the two; a sidecar never
+// scores above the smallest regular container. With the node's memory
+// unknown (zero) every Burstable container scores 999, as one requesting
+// nothing would.
+func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, qos corev1.PodQOSClass, nodeMemory int64) int64 {
+	if pod.Spec.PriorityClassName == nodeCriticalPrio {
+		return guaranteedOOMAdj
+	}
+	switch qos {
+	case corev1.PodQOSGuaranteed:
+		return guaranteedOOMAdj
+	case corev1.PodQOSBestEffort:
+		return bestEffortOOMAdj
+	}
+	score := func(memRequest int64) int64 {
+		if nodeMemory <= 0 {
+			return bestEffortOOMAdj
+		}
+		return 1000 - 1000*memRequest/nodeMemory
+	}
+	adj := score(memoryRequest(c))
+	if isSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
+		minReq := memoryRequest(&pod.Spec.Containers[0])
+		for i := range pod.Spec.Containers {
+			minReq = min(minReq, memoryRequest(&pod.Spec.Containers[i]))
+		}
+		adj = min(adj, score(minReq))
+	}
+	if adj < 1000+guaranteedOOMAdj {
+		return 1000 + guaranteedOOMAdj
+	}
+	if adj >= bestEffortOOMAdj {
+		return bestEffortOOMAdj - 1
+	}
+	return adj
+}
+
+// memoryRequest is the container's effective memory request in bytes.
+func memoryRequest(c *corev1.Container) int64 {
+	req := effectiveRequests(c)
+	return req.Memory().Value()
+}
+
+// podTotals is the pod's effective CPU request, CPU limit and memory limit
+// as the kubelet's PodRequests and PodLimits aggregate them: app containers
+// and sidecars add up, each classic init container runs alone (beside the
+// sidecars started before it), the pod needs the larger of the two; pod-
+// level values, when set, win.
+func podTotals(pod *corev1.Pod) (cpuRequest, cpuLimit, memLimit int64) {
+	req := aggregate(pod, effectiveRequests)
+	lim := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+	if pr := pod.Spec.Resources; pr != nil {
+		if q, ok := pr.Requests[corev1.ResourceCPU]; ok {
+			req.cpu = q.MilliValue()
+		}
+		if q, ok := pr.Limits[corev1.ResourceCPU]; ok {
+			lim.cpu = q.MilliValue()
+		}
+		if q, ok := pr.Limits[corev1.ResourceMemory]; ok {
+			lim.mem = q.Value()
+		}
+	}
+	return req.cpu, lim.cpu, lim.mem
+}
+
+type amount struct{ cpu, mem int64 }
+
+func (a amount) plus(b amount) amount { return amount{a.cpu + b.cpu, a.mem + b.mem} }
+func (a amount) max(b amount) amount  { return amount{max(a.cpu, b.cpu), max(a.mem, b.mem)} }
+
+func amountOf(list corev1.ResourceList) amount {
+	return amount{list.Cpu().MilliValue(), list.Memory().Value()}
+}
+
+func aggregate(pod *corev1.Pod, pick func(*corev1.Container) corev1.ResourceList) amount {
+	var sum amount
+	for i := range pod.Spec.Containers {
+		sum = sum.plus(amountOf(pick(&pod.Spec.Containers[i])))
+	}
+	var sidecars, initPeak amount
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		a := amountOf(pick(c))
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum = sum.plus(a)
+			sidecars = sidecars.plus(a)
+			initPeak = initPeak.max(sidecars)
+			continue
+		}
+		initPeak = initPeak.max(a.plus(sidecars))
+	}
+	return sum.max(initPeak)
+}
+
+// sandboxResources is LinuxPodSandboxConfig.Resources: the pod's totals
+// converted like a container's.
+func sandboxResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
+	cpuReq, cpuLim, memLim := podTotals(pod)
+	return linuxResources(cpuReq, cpuLim, memLim)
+}
+
+// sandboxOverhead is LinuxPodSandboxConfig.Overhead: the pod's overhead
+// treated as both request and limit, empty when the pod declares none.
+func sandboxOverhead(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
+	if pod.Spec.Overhead == nil {
+		return &runtimeapi.LinuxContainerResources{}
+	}
+	cpu := pod.Spec.Overhead.Cpu().MilliValue()
+	return linuxResources(cpu, cpu, pod.Spec.Overhead.Memory().Value())
+}
+
+// podCgroupParent is the pod's cgroup in the kubelet's layout under
+// parent; see Options.CgroupParent.
+func podCgroupParent(pod *corev1.Pod, qos corev1.PodQOSClass, parent string) string {
+	if parent == "" {
+		return ""
+	}
+	tier := ""
+	switch qos {
+	case corev1.PodQOSBurstable:
+		tier = "burstable"
+	case corev1.PodQOSBestEffort:
+		tier = "besteffort"
+	}
+	uid := string(pod.UID)
+	if base, ok := strings.CutSuffix(parent, ".slice"); ok {
+		name := base
+		if tier != "" {
+			name += "-" + tier
+		}
+		return name + "-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"
+	}
+	return path.Join(parent, tier, "pod"+uid)
+}
