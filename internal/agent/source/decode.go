@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +101,7 @@ var itemKinds = map[string]string{
 // bad document fails the whole file; the error says which document when
 // the file has several.
 func decodeFile(data []byte, isJSON bool) ([]object, error) {
-	var docs [][]byte
+	var docs []document
 	var err error
 	if isJSON {
 		docs, err = splitJSON(data)
@@ -126,17 +128,17 @@ func decodeFile(data []byte, isJSON bool) ([]object, error) {
 	return objs, nil
 }
 
-func decodeDocument(doc []byte, isJSON bool, n int, multi bool) ([]object, error) {
+func decodeDocument(doc document, isJSON bool, n int, multi bool) ([]object, error) {
 	prefix := ""
 	if multi {
 		prefix = fmt.Sprintf("document %d: ", n)
 	}
-	js := doc
+	js := doc.data
 	if !isJSON {
 		var err error
-		js, err = yaml.YAMLToJSONStrict(doc)
+		js, err = yaml.YAMLToJSONStrict(doc.data)
 		if err != nil {
-			return nil, invalidf("%s%s", prefix, oneLine(err.Error()))
+			return nil, invalidf("%s%s", prefix, fileLines(oneLine(err.Error()), doc.line))
 		}
 	}
 	js = bytes.TrimSpace(js)
@@ -249,19 +251,29 @@ func strictUnmarshal(js []byte, into any) error {
 	return nil
 }
 
+// document is one YAML document or JSON value of a file.
+type document struct {
+	data []byte
+	line int // 1-based line of the file where it starts
+}
+
 // splitYAML cuts a YAML stream at lines that start with "---" followed by
-// nothing but blanks or a comment.
-func splitYAML(data []byte) ([][]byte, error) {
-	var docs [][]byte
-	var cur bytes.Buffer
+// nothing but blanks or a comment. Documents that hold only blanks and
+// comments are dropped, so that a leading or trailing separator does not
+// count as a document.
+func splitYAML(data []byte) ([]document, error) {
+	var docs []document
+	cur := document{line: 1}
 	r := bufio.NewReader(bytes.NewReader(data))
-	for {
-		line, err := r.ReadBytes('\n')
-		if isSeparator(line) {
-			docs = append(docs, bytes.Clone(cur.Bytes()))
-			cur.Reset()
+	for line := 1; ; line++ {
+		text, err := r.ReadBytes('\n')
+		if isSeparator(text) {
+			if !blankYAML(cur.data) {
+				docs = append(docs, cur)
+			}
+			cur = document{line: line + 1}
 		} else {
-			cur.Write(line)
+			cur.data = append(cur.data, text...)
 		}
 		if err == io.EOF {
 			break
@@ -270,16 +282,10 @@ func splitYAML(data []byte) ([][]byte, error) {
 			return nil, invalidf("read yaml: %v", err)
 		}
 	}
-	docs = append(docs, cur.Bytes())
-	// Drop documents that are only blanks and comments, so that a leading
-	// or trailing separator does not count as a document.
-	kept := docs[:0]
-	for _, d := range docs {
-		if !blankYAML(d) {
-			kept = append(kept, d)
-		}
+	if !blankYAML(cur.data) {
+		docs = append(docs, cur)
 	}
-	return kept, nil
+	return docs, nil
 }
 
 func isSeparator(line []byte) bool {
@@ -301,9 +307,9 @@ func blankYAML(doc []byte) bool {
 }
 
 // splitJSON reads a stream of JSON values (usually one).
-func splitJSON(data []byte) ([][]byte, error) {
+func splitJSON(data []byte) ([]document, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var docs [][]byte
+	var docs []document
 	for {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -313,7 +319,7 @@ func splitJSON(data []byte) ([][]byte, error) {
 		if err != nil {
 			return nil, invalidf("json: %v", err)
 		}
-		docs = append(docs, raw)
+		docs = append(docs, document{data: raw})
 	}
 }
 
@@ -321,4 +327,21 @@ func splitJSON(data []byte) ([][]byte, error) {
 // 5: ...") onto one line.
 func oneLine(msg string) string {
 	return strings.Join(strings.Fields(msg), " ")
+}
+
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// fileLines turns yaml's line numbers, which count from the start of the
+// document, into line numbers of the file.
+func fileLines(msg string, start int) string {
+	if start <= 1 {
+		return msg
+	}
+	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		if err != nil {
+			return m
+		}
+		return fmt.Sprintf("line %d", n+start-1)
+	})
 }

@@ -178,6 +178,11 @@ func TestLoadErrors(t *testing.T) {
 			want:    []string{`yaml: line`},
 		},
 		{
+			name:    "yaml syntax in a later document names the file's line",
+			content: podYAML("good", "nginx") + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n    bad: indent\n",
+			want:    []string{`document 2: yaml: line 14: mapping values are not allowed`},
+		},
+		{
 			name:    "wrong type",
 			content: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: app\n    image: nginx\n    ports:\n    - containerPort: http\n",
 			want:    []string{`pod "web": `, `containerPort`},
