@@ -17,4 +17,6 @@
 // (List, Resolve, LowerDirs) only reads memory. Blobs and snapshots are
 // deleted when no record references them and no caller retains them
 // (Retain/Release), which is how containers keep their layers alive.
+// Concurrent pulls of one reference with one credential share a single
+// pull, which ends early only when every caller waiting for it has gone.
 package image

@@ -31,9 +31,11 @@ type endpoint struct {
 }
 
 // Pull fetches ref (for this store's platform) from its registry, trying
-// the registry's mirrors first, and stores it. Pulls of the same reference
-// are serialised; layers already unpacked are not fetched again. Options
-// add progress reporting (WithProgress).
+// the registry's mirrors first, and stores it. Concurrent pulls of the same
+// reference with the same credential share one pull: each caller gets its
+// result, and a caller whose ctx ends stops waiting without cancelling the
+// pull for the others. Layers already unpacked are not fetched again.
+// Options add progress reporting (WithProgress).
 func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOption) (Image, error) {
 	var o PullOptions
 	for _, opt := range opts {
@@ -44,18 +46,20 @@ func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOpt
 		return Image{}, err
 	}
 	norm := normalize(r)
-	unlock, err := s.pulls.lock(ctx, norm)
-	if err != nil {
-		return Image{}, err
-	}
-	defer unlock()
+	return s.flights.do(ctx, flightKey(norm, auth), o.Progress, func(ctx context.Context, progress func(Progress)) (Image, error) {
+		return s.pull(ctx, r, norm, auth, progress)
+	})
+}
+
+// pull is one pull of r, whose normalized name is norm.
+func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, progress func(Progress)) (Image, error) {
 	eps, err := s.endpoints(r, auth)
 	if err != nil {
 		return Image{}, err
 	}
 	var mirrorErrs []string
 	for i, ep := range eps {
-		img, err := s.pullFrom(ctx, ep, r, o.Progress)
+		img, err := s.pullFrom(ctx, ep, r, progress)
 		if err == nil {
 			return img, nil
 		}

@@ -112,7 +112,10 @@ type Store struct {
 	retainedChains map[string]int
 	retainedBlobs  map[string]int
 
-	pulls keyedMutex
+	// pulls serialises work on one blob or one chain ID across pulls;
+	// flights shares whole pulls of one reference.
+	pulls   keyedMutex
+	flights flights
 
 	// lock is the open lock file whose exclusive flock says this process
 	// owns the store; released by Close.
@@ -361,7 +364,7 @@ func toDigests(ids []string) ([]digest.Digest, error) {
 	return out, nil
 }
 
-// keyedMutex serialises work per key (a normalized reference).
+// keyedMutex serialises work per key ("blob:<digest>", "chain:<id>").
 type keyedMutex struct {
 	mu    sync.Mutex
 	locks map[string]*keyedLock
