@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -420,5 +421,69 @@ func TestUnsupportedAndInvalid(t *testing.T) {
 	}
 	if _, err := m.Prepare(context.Background(), nil, nil, nil); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("Prepare(nil pod) = %v, want invalid argument", err)
+	}
+}
+
+func TestAtomicWriterRepairsCrashLeftovers(t *testing.T) {
+	m, _ := newTestManager(t)
+	ctx := context.Background()
+	pod := testPod("uid-crash", vol("conf", corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "app"},
+	}}))
+	removeAtCleanup(t, m, "uid-crash")
+	cms := configMap("app", map[string]string{"a": "1", "b": "2"}, nil)
+	paths, err := m.Prepare(ctx, pod, cms, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := paths["conf"]
+	current, _ := os.Readlink(filepath.Join(dir, dataLink))
+	// A crash after a new version was written but before the swap leaves a
+	// version dir and ..data_tmp; one after the swap but before the links
+	// were made leaves a name missing.
+	if err := os.Mkdir(filepath.Join(dir, "..2001_01_01_00_00_00.1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..2001_01_01_00_00_00.1", filepath.Join(dir, dataLinkTmp)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Prepare(ctx, pod, cms, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{current, dataLink, "a", "b"}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, entries(t, dir)); diff != "" {
+		t.Errorf("entries after repair (-want +got):\n%s", diff)
+	}
+	if got := readFile(t, filepath.Join(dir, "b")); got != "2" {
+		t.Errorf("b = %q after repair", got)
+	}
+}
+
+func TestFileOwner(t *testing.T) {
+	requireRoot(t)
+	m, _ := newTestManager(t)
+	pod := testPod("uid-owner", vol("creds", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  "db",
+		DefaultUser: ptr(int64(1234)),
+		Items:       []corev1.KeyToPath{{Key: "k", Path: "default"}, {Key: "k", Path: "item", User: ptr(int64(4321))}},
+	}}))
+	removeAtCleanup(t, m, "uid-owner")
+	secrets := map[string]*corev1.Secret{"default/db": {Data: map[string][]byte{"k": []byte("v")}}}
+	paths, err := m.Prepare(context.Background(), pod, nil, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]uint32{"default": 1234, "item": 4321} {
+		fi, err := os.Stat(filepath.Join(paths["creds"], name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Sys().(*syscall.Stat_t).Uid; got != want {
+			t.Errorf("%s owned by %d, want %d", name, got, want)
+		}
 	}
 }
