@@ -33,7 +33,8 @@ func (e *envList) set(name, value string) {
 
 // makeEnv builds the container's environment like the kubelet's
 // makeEnvironmentVariables: first every envFrom source in order (keys of one
-// source sorted; keys that are not valid variable names skipped), then each
+// source sorted; keys that are not valid variable names, i.e. that hold
+// "=" or a non-printable or non-ASCII character, skipped), then each
 // env entry in order, a literal value expanded against everything defined
 // before it. Standalone there are no Services, so no service variables.
 func makeEnv(in ContainerInput, opts Options) (*envList, error) {
@@ -71,7 +72,7 @@ func makeEnv(in ContainerInput, opts Options) (*envList, error) {
 		slices.Sort(keys)
 		for _, k := range keys {
 			name := from.Prefix + k
-			if len(validation.IsEnvVarName(name)) > 0 {
+			if len(validation.IsRelaxedEnvVarName(name)) > 0 {
 				continue
 			}
 			env.set(name, data[k])
