@@ -33,6 +33,20 @@
 // carry the annotations kubernetes.io/config.source=file,
 // kubernetes.io/config.hash=<uid> and crib.dev/config.file=<path>.
 //
+// Defaults: what the API server would have filled before a kubelet saw
+// the pod (see defaults.go): namespace "default", spec.nodeName, restart
+// and DNS policy, a 30 s grace period, pull policy by tag, termination
+// message path and policy, port protocol, probe timings, HTTP scheme and
+// path, volume modes, requests from limits; a Secret's stringData is merged
+// into data. The manifest's status is replaced by phase Pending.
+//
+// Watching: a Watcher sends the first snapshot at once, then one after
+// every burst of file system events has been quiet for 100 ms, and rescans
+// every 20 s (Options.RescanInterval) for what events cannot show, such as
+// an edited symlink target. A missing directory is looked for every second
+// and never created; while it is missing the snapshot carries a NotFound
+// error for it.
+//
 // Invariants: every object in a Snapshot passed validation; Pods are
 // sorted by namespace/name; no two objects of a kind share a
 // namespace/name; a Watcher never sends two equal snapshots in a row.

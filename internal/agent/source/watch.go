@@ -131,6 +131,7 @@ func (st *watchState) scan(ctx context.Context, out chan<- Snapshot) error {
 	if st.sent && snap.Equal(st.last) {
 		return nil
 	}
+	st.w.log.Debug("manifest snapshot", "dir", st.w.dir, "pods", len(snap.Pods), "errors", len(snap.Errors))
 	select {
 	case out <- snap:
 		st.sent, st.last = true, snap
