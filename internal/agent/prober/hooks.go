@@ -114,6 +114,9 @@ func RunHandler(ctx context.Context, exec Exec, pod *corev1.Pod, c *corev1.Conta
 		if exec == nil {
 			return fail(action, fmt.Errorf("no runtime to exec in: %w", errdefs.ErrFailedPrecondition))
 		}
+		if len(h.Exec.Command) == 0 {
+			return fail(action, fmt.Errorf("no command: %w", errdefs.ErrInvalidArgument))
+		}
 		stdout, stderr, err := exec.ExecSync(ctx, containerID, h.Exec.Command, 0)
 		if err != nil {
 			herr.Output = string(stdout) + string(stderr)

@@ -144,6 +144,7 @@ func TestRunHandlerRejects(t *testing.T) {
 	}{
 		{"tcpSocket", &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}},
 		{"empty", &corev1.LifecycleHandler{}},
+		{"exec without command", &corev1.LifecycleHandler{Exec: &corev1.ExecAction{}}},
 		{"nil", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

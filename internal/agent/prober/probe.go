@@ -80,6 +80,9 @@ func (h *handlers) execProbe(ctx context.Context, containerID string, cmd []stri
 	if h.exec == nil {
 		return Failure, "exec probe: no runtime to exec in"
 	}
+	if len(cmd) == 0 {
+		return Failure, "exec probe: no command"
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+execGrace)
 	defer cancel()
 	stdout, stderr, err := h.exec.ExecSync(ctx, containerID, cmd, timeout)

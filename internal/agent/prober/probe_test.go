@@ -321,6 +321,12 @@ func TestExecProbe(t *testing.T) {
 			t.Errorf("result %v, want failure", got)
 		}
 	})
+	t.Run("no command", func(t *testing.T) {
+		p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{}}}
+		if got, _ := (&handlers{exec: newFakeExec()}).run(context.Background(), p, target{}); got != Failure {
+			t.Errorf("result %v, want failure", got)
+		}
+	})
 	t.Run("no handler", func(t *testing.T) {
 		if got, _ := (&handlers{}).run(context.Background(), &corev1.Probe{}, target{}); got != Failure {
 			t.Errorf("result %v, want failure", got)
