@@ -20,8 +20,13 @@
 // into a fresh timestamped directory, a "..data" symlink is swapped to it
 // with rename(2), and the names a container sees are symlinks through
 // "..data", so a reader sees either the old or the new set of files, never a
-// mixture. secret and projected volumes live on a small tmpfs so that secret
-// bytes never reach a disk.
+// mixture. secret and projected volumes live on a tmpfs so that secret bytes
+// never reach a disk; it is sized when first mounted to four times the pages
+// the data needs, at least 16 MiB (a cap, not a reservation), and an update
+// that no longer fits fails with ErrFailedPrecondition until the pod is
+// recreated. A medium Memory emptyDir's tmpfs has sizeLimit as its size, or
+// the kernel's default (half of RAM) without one. Every tmpfs is nosuid,nodev.
+// ReadOnly tells the caller which volumes must be mounted read-only.
 //
 // The package does not bind-mount anything into containers (the runtime does
 // that from the paths Prepare returns), does not evict pods (Usage and

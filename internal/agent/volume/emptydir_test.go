@@ -209,3 +209,26 @@ func TestOverLimit(t *testing.T) {
 		t.Error("OverLimit(nil) is over")
 	}
 }
+
+func TestReadOnly(t *testing.T) {
+	tests := []struct {
+		src  corev1.VolumeSource
+		want bool
+	}{
+		{corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, false},
+		{corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}, false},
+		{corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}, true},
+		{corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}, true},
+		{corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}, true},
+		{corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}, true},
+	}
+	for _, tc := range tests {
+		v := vol("v", tc.src)
+		if got := ReadOnly(&v); got != tc.want {
+			t.Errorf("ReadOnly(%s) = %v, want %v", sourceKind(&v.VolumeSource), got, tc.want)
+		}
+	}
+	if ReadOnly(nil) {
+		t.Error("ReadOnly(nil) = true")
+	}
+}
