@@ -150,8 +150,8 @@ func TestCompute(t *testing.T) {
 			pod:  testPod(always, []string{"i1", "i2"}, "app"),
 			obs:  plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}},
 			want: summary{Phase: corev1.PodPending, Conditions: conds(condTrue, notInit, notReady, notReady),
-				Init: []string{"i1 waiting:ContainerCreating restarts=0 ready=false started=false",
-					"i2 waiting:ContainerCreating restarts=0 ready=false started=false"},
+				Init: []string{"i1 waiting:PodInitializing restarts=0 ready=false started=false",
+					"i2 waiting:PodInitializing restarts=0 ready=false started=false"},
 				Apps: []string{"app waiting:PodInitializing restarts=0 ready=false started=false"}},
 		},
 		{
@@ -160,7 +160,7 @@ func TestCompute(t *testing.T) {
 			obs:  plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}, Containers: []plan.Container{initC("i1", running, 0, 0)}},
 			want: summary{Phase: corev1.PodPending, Conditions: conds(condTrue, notInit, notReady, notReady),
 				Init: []string{"i1 running restarts=0 ready=false started=true",
-					"i2 waiting:ContainerCreating restarts=0 ready=false started=false"},
+					"i2 waiting:PodInitializing restarts=0 ready=false started=false"},
 				Apps: []string{"app waiting:PodInitializing restarts=0 ready=false started=false"}},
 		},
 		{
@@ -275,7 +275,7 @@ func TestCompute(t *testing.T) {
 			obs:  plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}, Containers: []plan.Container{initC("i1", exited, 0, 1)}},
 			want: summary{Phase: corev1.PodFailed, Conditions: conds(condTrue, notInit, podFailed, podFailed),
 				Init: []string{"i1 terminated:Error(1) restarts=0 ready=false started=false",
-					"i2 waiting:ContainerCreating restarts=0 ready=false started=false"},
+					"i2 waiting:PodInitializing restarts=0 ready=false started=false"},
 				Apps: []string{"app waiting:PodInitializing restarts=0 ready=false started=false"}},
 		},
 		{

@@ -95,8 +95,12 @@ func containerStatus(f Facts, spec *corev1.Container, isInit, initDone bool) cor
 	w, hasWaiting := f.Waiting[spec.Name]
 
 	if len(inst) == 0 {
+		// As in the kubelet, a pod with init containers shows
+		// PodInitializing for containers not created yet (kubectl prints
+		// Init:0/N); an app container switches to ContainerCreating once
+		// the init containers are done.
 		reason := ReasonContainerCreating
-		if !isInit && len(f.Pod.Spec.InitContainers) > 0 && !initDone {
+		if len(f.Pod.Spec.InitContainers) > 0 && (isInit || !initDone) {
 			reason = ReasonPodInitializing
 		}
 		waiting := &corev1.ContainerStateWaiting{Reason: reason}
