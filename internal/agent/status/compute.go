@@ -91,10 +91,15 @@ type Facts struct {
 }
 
 // Compute returns the pod's status from what the runtime reports, the way
-// the kubelet's generateAPIPodStatus does it.
+// the kubelet's generateAPIPodStatus does it. A nil Pod gives an Unknown
+// phase and nothing else.
 func Compute(f Facts) corev1.PodStatus {
 	pod := f.Pod
 	var st corev1.PodStatus
+	if pod == nil {
+		st.Phase = corev1.PodUnknown
+		return st
+	}
 	if f.HostIP != "" {
 		st.HostIP = f.HostIP
 		st.HostIPs = []corev1.HostIP{{IP: f.HostIP}}

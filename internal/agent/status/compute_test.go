@@ -607,3 +607,61 @@ func TestMarkTerminating(t *testing.T) {
 		t.Errorf("a second mark moved the deletion time to %v", again.DeletionTimestamp)
 	}
 }
+
+func TestComputeNilPod(t *testing.T) {
+	if st := Compute(Facts{}); st.Phase != corev1.PodUnknown || len(st.Conditions) != 0 {
+		t.Errorf("Compute(no pod) = %+v", st)
+	}
+	NewStore().Set(nil, corev1.PodStatus{}) // must not panic
+	var m *Metrics
+	m.ObservePodStart(time.Second) // nor these
+	m.ObserveSync(time.Second)
+	m.ContainerRestarted("a", "b", "c")
+	m.ProbeResult("liveness", "success")
+}
+
+func TestComputeWaitingReasons(t *testing.T) {
+	exit0 := app("app", exited, 0, 0)
+	exit1 := app("app", exited, 0, 1)
+	for _, tc := range []struct {
+		name   string
+		policy corev1.RestartPolicy
+		obs    []plan.Container
+		reason string
+		want   string // the state's waiting reason, or "terminated"
+	}{
+		{"pull error", always, nil, "ErrImagePull", "ErrImagePull"},
+		{"pull back-off", always, nil, "ImagePullBackOff", "ImagePullBackOff"},
+		{"config error", always, nil, "CreateContainerConfigError", "CreateContainerConfigError"},
+		{"create error", onFailure, nil, "CreateContainerError", "CreateContainerError"},
+		{"hook error", always, []plan.Container{exit1}, "PostStartHookError", "PostStartHookError"},
+		{"back-off after failure, on failure", onFailure, []plan.Container{exit1}, ReasonCrashLoopBackOff, ReasonCrashLoopBackOff},
+		{"no back-off after success, on failure", onFailure, []plan.Container{exit0}, ReasonCrashLoopBackOff, "terminated"},
+		{"back-off after success, always", always, []plan.Container{exit0}, ReasonCrashLoopBackOff, ReasonCrashLoopBackOff},
+		{"never restarts", never, []plan.Container{exit1}, ReasonCrashLoopBackOff, "terminated"},
+		{"empty reason is ignored", always, nil, "", ReasonContainerCreating},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := Compute(Facts{
+				Pod:      testPod(tc.policy, nil, "app"),
+				Observed: plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}, Containers: tc.obs},
+				Waiting:  map[string]Waiting{"app": {Reason: tc.reason, Message: "why"}},
+				Now:      t0,
+			})
+			cs := st.ContainerStatuses[0]
+			got := "terminated"
+			if cs.State.Waiting != nil {
+				got = cs.State.Waiting.Reason
+				if tc.reason != "" && cs.State.Waiting.Message != "why" {
+					t.Errorf("message = %q", cs.State.Waiting.Message)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("state = %s, want %s", got, tc.want)
+			}
+			if got != "terminated" && len(tc.obs) > 0 && cs.LastTerminationState.Terminated == nil {
+				t.Errorf("the exited instance is not the last termination")
+			}
+		})
+	}
+}

@@ -18,7 +18,8 @@ var (
 )
 
 // Metrics are the agent's Prometheus metrics. The fields may be used
-// directly; the methods below are shorthands.
+// directly; the methods below are shorthands that also accept a nil
+// *Metrics (and then do nothing), so that callers may run without metrics.
 type Metrics struct {
 	// PodStartDuration: from a manifest appearing to every app container
 	// running.
@@ -57,18 +58,32 @@ func NewMetrics() *Metrics {
 }
 
 // ObservePodStart records one pod's start latency.
-func (m *Metrics) ObservePodStart(d time.Duration) { m.PodStartDuration.Observe(d.Seconds()) }
+func (m *Metrics) ObservePodStart(d time.Duration) {
+	if m != nil {
+		m.PodStartDuration.Observe(d.Seconds())
+	}
+}
 
 // ObserveSync records one sync's duration.
-func (m *Metrics) ObserveSync(d time.Duration) { m.SyncDuration.Observe(d.Seconds()) }
+func (m *Metrics) ObserveSync(d time.Duration) {
+	if m != nil {
+		m.SyncDuration.Observe(d.Seconds())
+	}
+}
 
 // ContainerRestarted counts one restart.
 func (m *Metrics) ContainerRestarted(namespace, pod, container string) {
-	m.ContainerRestarts.Inc(namespace, pod, container)
+	if m != nil {
+		m.ContainerRestarts.Inc(namespace, pod, container)
+	}
 }
 
 // ProbeResult counts one probe result.
-func (m *Metrics) ProbeResult(probeType, result string) { m.ProbeResults.Inc(probeType, result) }
+func (m *Metrics) ProbeResult(probeType, result string) {
+	if m != nil {
+		m.ProbeResults.Inc(probeType, result)
+	}
+}
 
 // WriteTo writes every metric in the Prometheus text exposition format
 // (version 0.0.4).

@@ -39,7 +39,8 @@ type handler struct {
 //	GET /healthz               "ok"
 //	GET /metrics               Prometheus text format
 //
-// Any other path is 404 and any other method 405, both as a JSON Status.
+// HEAD is answered like GET, without a body. Any other path is 404 and any
+// other method 405, both as a JSON metav1.Status.
 // events and metrics may be nil.
 func Handler(store *Store, events *Events, metrics *Metrics, opts ...HandlerOption) http.Handler {
 	h := &handler{store: store, events: events, metrics: metrics}

@@ -28,8 +28,12 @@ func NewStore() *Store {
 	return &Store{pods: map[types.UID]*corev1.Pod{}}
 }
 
-// Set records pod with st as its status. Both are copied.
+// Set records pod with st as its status. Both are copied; a nil pod is
+// ignored.
 func (s *Store) Set(pod *corev1.Pod, st corev1.PodStatus) {
+	if pod == nil {
+		return
+	}
 	p := pod.DeepCopy()
 	st.DeepCopyInto(&p.Status)
 	s.mu.Lock()
