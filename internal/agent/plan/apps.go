@@ -34,6 +34,8 @@ func (p *planner) appContainers() int {
 		case st.State == ContainerUnknown:
 			p.kill(st, ReasonUnknownState, fmt.Sprintf("container %s is in an unknown state, stopping it before a restart", c.Name))
 			start("replaces an instance in an unknown state")
+		case st.State == ContainerExited && p.stale(st):
+			start("spec changed since it exited")
 		case st.State == ContainerExited:
 			if restartExited(policy, st) {
 				start(fmt.Sprintf("exited with code %d, restart policy %s", st.ExitCode, policy))

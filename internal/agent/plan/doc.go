@@ -32,6 +32,15 @@
 // older than the newest of their name, and live containers outside the
 // current sandbox. Exited containers are never killed or removed here.
 //
+// Edits: crib's source keeps a pod's UID when its manifest is edited, where
+// the kubelet would see a new static pod. So an instance made from another
+// version of the pod (its container hash, or its sandbox's hash, differs
+// from today's) is stale and does not count for the restart policy: a stale
+// exited app container starts again whatever the policy, a finished pod
+// with any stale newest instance gets a new sandbox, and a stale init
+// container in the current sandbox recreates the sandbox so that the pod
+// initialises again.
+//
 // Invariants (checked on every table case in the tests): a new instance of
 // a name is planned only when every live instance of it is killed in the
 // same plan; no app container starts before every init container has

@@ -23,6 +23,7 @@ func ComputeActions(in Input) Actions {
 		obs:    in.Observed,
 		a:      Actions{NextInit: -1},
 		killed: map[string]bool{},
+		hashes: map[string]string{},
 	}
 	p.compute()
 	p.a.Reason = strings.Join(p.notes, "; ")
@@ -35,7 +36,8 @@ type planner struct {
 	pod    *corev1.Pod
 	obs    Observed
 	a      Actions
-	killed map[string]bool // container IDs already in ContainersToKill
+	killed map[string]bool   // container IDs already in ContainersToKill
+	hashes map[string]string // specHash cache
 	notes  []string
 }
 
@@ -56,6 +58,12 @@ func (p *planner) compute() {
 	cur, why := sandboxChange(p.pod, p.obs.Sandboxes, p.in.SandboxHash)
 	if why != "" {
 		p.recreate(cur, why)
+		return
+	}
+	if c := p.staleInit(cur.ID); c != nil {
+		// Init containers prepare the pod for its app containers: a changed
+		// one means initialising again, in a new sandbox.
+		p.recreate(cur, "init container "+c.Name+" spec changed")
 		return
 	}
 	p.a.SandboxID = cur.ID

@@ -128,13 +128,6 @@ func TestFinishedPod(t *testing.T) {
 			want: want(noSandbox, killPod),
 		},
 		{
-			name: "Never, sandbox hash changed after the pod ran: kubelet keeps it down",
-			in: Input{Pod: pn, SandboxHash: "new-hash", Observed: Observed{
-				Sandboxes: []Sandbox{readySB(curSB, 1)}, Containers: []Container{exited(0, app(pn, "app", 0))},
-			}},
-			want: want(noSandbox, killPod),
-		},
-		{
 			name: "Never, init container failed, sandbox stopped: pod failed, nothing to do",
 			in:   Input{Pod: pni, Observed: Observed{Sandboxes: dead, Containers: []Container{exited(1, initC(pni, "i1", 0))}}},
 			want: want(noSandbox, func(a *Actions) { a.InitFailed = true }),

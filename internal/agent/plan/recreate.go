@@ -37,12 +37,12 @@ func (p *planner) recreate(cur *Sandbox, why string) {
 }
 
 // wantedApps lists the app containers a new sandbox starts: all of them,
-// except those that already succeeded when the restart policy is OnFailure.
+// except those whose run the restart policy does not repeat (ranOnce).
 func (p *planner) wantedApps() []Start {
 	var out []Start
 	for i, c := range p.pod.Spec.Containers {
 		st := newest(p.obs.Containers, labels.TypeApp, c.Name, "")
-		if p.policy() == corev1.RestartPolicyOnFailure && succeeded(st) {
+		if p.ranOnce(st) {
 			continue
 		}
 		msg := "start in new sandbox"
@@ -62,8 +62,12 @@ func succeeded(c *Container) bool {
 // finished reports whether a pod whose sandbox is gone must stay down, as
 // the kubelet decides it: with restart policy Never once the pod had a
 // sandbox and any container; with OnFailure once the init containers are
-// done and every app container succeeded.
+// done and every app container succeeded. A pod edited since it ran (any
+// stale newest instance) is never finished.
 func (p *planner) finished() (bool, string) {
+	if p.anyStale() {
+		return false, ""
+	}
 	if p.policy() == corev1.RestartPolicyNever && len(p.obs.Sandboxes) > 0 && p.ranContainers() {
 		return true, "restart policy Never and the pod already ran"
 	}
