@@ -10,7 +10,7 @@ import (
 // container requests or limits either, Guaranteed when every container
 // limits both and every request equals its limit, Burstable otherwise.
 // Pod-level resources, when the pod sets them, decide instead of the
-// containers'. A container that gives a limit but no request counts as
+// containers'. A container (or pod) that gives a limit but no request counts as
 // requesting its limit, which is what the API server's defaulting would
 // have written into the spec.
 func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
@@ -18,7 +18,7 @@ func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	limits := map[corev1.ResourceName]resource.Quantity{}
 	guaranteed := true
 	if r := pod.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
-		addPositive(requests, r.Requests)
+		addPositive(requests, withDefaultRequests(r.Requests, r.Limits))
 		addPositive(limits, r.Limits)
 		if len(r.Limits) > 0 && !hasCPUAndMemory(r.Limits) {
 			guaranteed = false
@@ -93,11 +93,17 @@ func hasCPUAndMemory(list corev1.ResourceList) bool {
 // defaulting applied: a resource that is limited but not requested is
 // requested at its limit.
 func effectiveRequests(c *corev1.Container) corev1.ResourceList {
+	return withDefaultRequests(c.Resources.Requests, c.Resources.Limits)
+}
+
+// withDefaultRequests is requests with every limited but unrequested
+// resource requested at its limit.
+func withDefaultRequests(requests, limits corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for name, q := range c.Resources.Requests {
+	for name, q := range requests {
 		out[name] = q
 	}
-	for name, q := range c.Resources.Limits {
+	for name, q := range limits {
 		if _, ok := out[name]; !ok {
 			out[name] = q
 		}

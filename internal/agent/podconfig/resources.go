@@ -138,7 +138,7 @@ func podTotals(pod *corev1.Pod) (cpuRequest, cpuLimit, memLimit int64) {
 	req := aggregate(pod, effectiveRequests)
 	lim := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
 	if pr := pod.Spec.Resources; pr != nil {
-		if q, ok := pr.Requests[corev1.ResourceCPU]; ok {
+		if q, ok := withDefaultRequests(pr.Requests, pr.Limits)[corev1.ResourceCPU]; ok {
 			req.cpu = q.MilliValue()
 		}
 		if q, ok := pr.Limits[corev1.ResourceCPU]; ok {

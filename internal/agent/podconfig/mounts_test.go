@@ -1,0 +1,155 @@
+package podconfig
+
+import (
+	"testing"
+
+	"github.com/containerd/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestMounts(t *testing.T) {
+	volumes := map[string]string{
+		"data":  "/var/lib/crib-agent/pods/u/volumes/data",
+		"cfg":   "/var/lib/crib-agent/pods/u/volumes/cfg",
+		"host":  "/srv",
+		"empty": "",
+	}
+	podVolumes := []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv"}}},
+	}
+	mode := func(m corev1.MountPropagationMode) *corev1.MountPropagationMode { return &m }
+	private := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	tests := []struct {
+		name       string
+		mounts     []corev1.VolumeMount
+		privileged bool
+		env        []corev1.EnvVar
+		termHost   string
+		want       []*runtimeapi.Mount
+		class      error
+		msg        []string
+	}{
+		{
+			name:   "plain, readOnly, configMap forced read-only",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "host", MountPath: "/h", ReadOnly: true}, {Name: "cfg", MountPath: "/etc/cfg"}},
+			want: []*runtimeapi.Mount{
+				{ContainerPath: "/data", HostPath: volumes["data"], Propagation: private},
+				{ContainerPath: "/h", HostPath: "/srv", Readonly: true, Propagation: private},
+				{ContainerPath: "/etc/cfg", HostPath: volumes["cfg"], Readonly: true, Propagation: private},
+			},
+		},
+		{
+			name:   "subPath",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a/b"}},
+			want:   []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: volumes["data"] + "/a/b", Propagation: private}},
+		},
+		{
+			name:   "subPathExpr",
+			env:    []corev1.EnvVar{{Name: "POD", Value: "web"}},
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "logs/$(POD)"}},
+			want:   []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: volumes["data"] + "/logs/web", Propagation: private}},
+		},
+		{
+			name:   "subPathExpr with unset variable",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "logs/$(NOPE)"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"NOPE", "volumeMounts[0] (data)"},
+		},
+		{
+			name:   "subPath with ..",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a/../../etc"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"'..'", "a/../../etc"},
+		},
+		{
+			name:   "absolute subPath",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "/etc"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"absolute"},
+		},
+		{
+			name:   "subPath with .. in a name is fine",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a..b"}},
+			want:   []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: volumes["data"] + "/a..b", Propagation: private}},
+		},
+		{
+			name:   "missing volume",
+			mounts: []corev1.VolumeMount{{Name: "ghost", MountPath: "/g"}},
+			class:  errdefs.ErrNotFound, msg: []string{`volume "ghost"`},
+		},
+		{
+			name:   "volume without a host path",
+			mounts: []corev1.VolumeMount{{Name: "empty", MountPath: "/g"}},
+			class:  errdefs.ErrNotFound, msg: []string{`volume "empty"`},
+		},
+		{
+			name: "propagation modes",
+			mounts: []corev1.VolumeMount{
+				{Name: "host", MountPath: "/a", MountPropagation: mode(corev1.MountPropagationNone)},
+				{Name: "host", MountPath: "/b", MountPropagation: mode(corev1.MountPropagationHostToContainer)},
+				{Name: "host", MountPath: "/c", MountPropagation: mode(corev1.MountPropagationBidirectional)},
+			},
+			privileged: true,
+			want: []*runtimeapi.Mount{
+				{ContainerPath: "/a", HostPath: "/srv", Propagation: private},
+				{ContainerPath: "/b", HostPath: "/srv", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+				{ContainerPath: "/c", HostPath: "/srv", Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL},
+			},
+		},
+		{
+			name:   "bidirectional needs privileged",
+			mounts: []corev1.VolumeMount{{Name: "host", MountPath: "/c", MountPropagation: mode(corev1.MountPropagationBidirectional)}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"Bidirectional", "privileged"},
+		},
+		{
+			name:   "unknown propagation",
+			mounts: []corev1.VolumeMount{{Name: "host", MountPath: "/c", MountPropagation: mode("Sideways")}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"Sideways"},
+		},
+		{
+			name: "recursive read-only",
+			mounts: []corev1.VolumeMount{{Name: "host", MountPath: "/r", ReadOnly: true,
+				RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}},
+			want: []*runtimeapi.Mount{{ContainerPath: "/r", HostPath: "/srv", Readonly: true, RecursiveReadOnly: true, Propagation: private}},
+		},
+		{
+			name: "recursive read-only needs readOnly",
+			mounts: []corev1.VolumeMount{{Name: "host", MountPath: "/r",
+				RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}},
+			class: errdefs.ErrInvalidArgument, msg: []string{"recursiveReadOnly"},
+		},
+		{
+			name:     "termination message file last",
+			mounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			termHost: "/var/lib/crib-agent/pods/u/containers/app/abcd",
+			want: []*runtimeapi.Mount{
+				{ContainerPath: "/data", HostPath: volumes["data"], Propagation: private},
+				{ContainerPath: "/dev/termination-log", HostPath: "/var/lib/crib-agent/pods/u/containers/app/abcd"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(func(p *corev1.Pod) {
+				p.Spec.Volumes = podVolumes
+				c := &p.Spec.Containers[0]
+				c.VolumeMounts = tt.mounts
+				c.Env = tt.env
+				if tt.privileged {
+					c.SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+				}
+			})
+			cfg, err := ContainerConfig(testInput(pod, func(in *ContainerInput) {
+				in.Volumes = volumes
+				in.TerminationMessageHostPath = tt.termHost
+			}), Options{})
+			checkErr(t, err, tt.class, tt.msg...)
+			if err != nil {
+				return
+			}
+			if d := diffProto(tt.want, cfg.Mounts); d != "" {
+				t.Errorf("mounts (-want +got):\n%s", d)
+			}
+		})
+	}
+}
