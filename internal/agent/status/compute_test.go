@@ -98,8 +98,9 @@ func summarizeContainers(list []corev1.ContainerStatus) []string {
 	return out
 }
 
-// conds builds the expected condition map from five "Status/Reason"
-// strings: ReadyToStart, Initialized, Ready, ContainersReady.
+// conds builds the expected condition map from four "Status/Reason"
+// strings (ReadyToStart, Initialized, Ready, ContainersReady); PodScheduled
+// is always True.
 func conds(readyToStart, initialized, ready, containersReady string) map[corev1.PodConditionType]string {
 	return map[corev1.PodConditionType]string{
 		corev1.PodReadyToStartContainers: readyToStart,
