@@ -1,0 +1,230 @@
+package podconfig
+
+import (
+	"testing"
+
+	"github.com/containerd/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func podNS() *runtimeapi.NamespaceOption {
+	return &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+}
+
+func unconfined() *runtimeapi.SecurityProfile {
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+}
+
+func TestContainerSecurityContext(t *testing.T) {
+	tests := []struct {
+		name  string
+		pod   *corev1.PodSecurityContext
+		c     *corev1.SecurityContext
+		image *ImageUser
+		opts  Options
+		want  *runtimeapi.LinuxContainerSecurityContext
+	}{
+		{
+			name:  "nothing set: the image's uid",
+			image: &ImageUser{UID: ptr(int64(1000))},
+			want:  &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 1000}, NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name:  "image user by name",
+			image: &ImageUser{Username: "nginx"},
+			want:  &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "nginx", NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name:  "image with no user runs as root",
+			image: &ImageUser{},
+			want:  &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 0}, NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name: "image user unknown: left to the runtime",
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name:  "pod run-as, container overrides the user",
+			pod:   &corev1.PodSecurityContext{RunAsUser: ptr(int64(1)), RunAsGroup: ptr(int64(2)), FSGroup: ptr(int64(3)), SupplementalGroups: []int64{4, 5}},
+			c:     &corev1.SecurityContext{RunAsUser: ptr(int64(10))},
+			image: &ImageUser{UID: ptr(int64(1000))},
+			want: &runtimeapi.LinuxContainerSecurityContext{
+				RunAsUser: &runtimeapi.Int64Value{Value: 10}, RunAsGroup: &runtimeapi.Int64Value{Value: 2},
+				SupplementalGroups: []int64{3, 4, 5}, NamespaceOptions: podNS(), Seccomp: unconfined(),
+			},
+		},
+		{
+			name: "strict supplemental groups",
+			pod:  &corev1.PodSecurityContext{SupplementalGroupsPolicy: ptr(corev1.SupplementalGroupsPolicyStrict)},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined(),
+				SupplementalGroupsPolicy: runtimeapi.SupplementalGroupsPolicy_Strict},
+		},
+		{
+			name: "capabilities, privileged, read-only root, no privilege escalation",
+			c: &corev1.SecurityContext{
+				Capabilities:             &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "SYS_TIME"}, Drop: []corev1.Capability{"ALL"}},
+				Privileged:               ptr(true),
+				ReadOnlyRootFilesystem:   ptr(true),
+				AllowPrivilegeEscalation: ptr(false),
+			},
+			want: &runtimeapi.LinuxContainerSecurityContext{
+				Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"NET_ADMIN", "SYS_TIME"}, DropCapabilities: []string{"ALL"}},
+				Privileged:   true, ReadonlyRootfs: true, NoNewPrivs: true,
+				NamespaceOptions: podNS(), Seccomp: unconfined(),
+			},
+		},
+		{
+			name: "allowPrivilegeEscalation true leaves no_new_privs off",
+			c:    &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(true)},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name: "seccomp default on",
+			opts: Options{SeccompDefault: true},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(),
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}},
+		},
+		{
+			name: "pod seccomp",
+			pod:  &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(),
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}},
+		},
+		{
+			name: "container seccomp over pod's",
+			pod:  &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			c:    &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}},
+			opts: Options{SeccompDefault: true},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name: "localhost seccomp under the profile root",
+			c:    &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("profiles/audit.json")}},
+			opts: Options{SeccompProfileRoot: "/var/lib/crib-agent/seccomp"},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(),
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/var/lib/crib-agent/seccomp/profiles/audit.json"}},
+		},
+		{
+			name: "apparmor",
+			pod:  &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr("k8s-deny")}},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined(),
+				Apparmor:        &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny"},
+				ApparmorProfile: "localhost/k8s-deny"},
+		},
+		{
+			name: "selinux from the pod",
+			pod:  &corev1.PodSecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "spc_t", Level: "s0:c1"}},
+			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined(),
+				SelinuxOptions: &runtimeapi.SELinuxOption{Type: "spc_t", Level: "s0:c1"}},
+		},
+		{
+			name:  "run as non-root satisfied by the image",
+			pod:   &corev1.PodSecurityContext{RunAsNonRoot: ptr(true)},
+			image: &ImageUser{UID: ptr(int64(65534))},
+			want:  &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 65534}, NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name:  "run as non-root satisfied by runAsUser despite a root image",
+			c:     &corev1.SecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(7))},
+			image: &ImageUser{},
+			want:  &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 7}, NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+		{
+			name:  "container turns run-as-non-root off",
+			pod:   &corev1.PodSecurityContext{RunAsNonRoot: ptr(true)},
+			c:     &corev1.SecurityContext{RunAsNonRoot: ptr(false)},
+			image: &ImageUser{},
+			want:  &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 0}, NamespaceOptions: podNS(), Seccomp: unconfined()},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(func(p *corev1.Pod) {
+				p.Spec.SecurityContext = tt.pod
+				p.Spec.Containers[0].SecurityContext = tt.c
+			})
+			cfg, err := ContainerConfig(testInput(pod, func(in *ContainerInput) { in.ImageUser = tt.image }), tt.opts)
+			checkErr(t, err, nil)
+			if d := diffProto(tt.want, cfg.Linux.SecurityContext); d != "" {
+				t.Errorf("security context (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestContainerSecurityErrors(t *testing.T) {
+	nonRoot := &corev1.PodSecurityContext{RunAsNonRoot: ptr(true)}
+	tests := []struct {
+		name  string
+		pod   *corev1.PodSecurityContext
+		c     *corev1.SecurityContext
+		image *ImageUser
+		opts  Options
+		msg   []string
+	}{
+		{"runAsUser 0", nonRoot, &corev1.SecurityContext{RunAsUser: ptr(int64(0))}, &ImageUser{UID: ptr(int64(5))}, Options{}, []string{"runAsUser 0"}},
+		{"image uid 0", nonRoot, nil, &ImageUser{UID: ptr(int64(0))}, Options{}, []string{"will run as root", `"app"`}},
+		{"image without user", nonRoot, nil, &ImageUser{}, Options{}, []string{"will run as root"}},
+		{"non-numeric image user", nonRoot, nil, &ImageUser{Username: "nginx"}, Options{}, []string{"non-numeric", "nginx"}},
+		{"unknown image user", nonRoot, nil, nil, Options{}, []string{"unknown"}},
+		{"invalid image uid", nonRoot, nil, &ImageUser{UID: ptr(int64(1) << 40)}, Options{}, []string{"invalid user id"}},
+		{"container asks for non-root", nil, &corev1.SecurityContext{RunAsNonRoot: ptr(true)}, &ImageUser{}, Options{}, []string{"root"}},
+		{"localhost seccomp without profile", nil, &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}},
+			nil, Options{}, []string{"localhostProfile"}},
+		{"localhost seccomp without root", nil, &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("p.json")}},
+			nil, Options{}, []string{"p.json", "relative"}},
+		{"unmasked proc", nil, &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}, nil, Options{}, []string{"procMount"}},
+		{"bad supplemental groups policy", &corev1.PodSecurityContext{SupplementalGroupsPolicy: ptr(corev1.SupplementalGroupsPolicy("Loose"))}, nil, nil, Options{}, []string{"Loose"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(func(p *corev1.Pod) {
+				p.Spec.SecurityContext = tt.pod
+				p.Spec.Containers[0].SecurityContext = tt.c
+			})
+			_, err := ContainerConfig(testInput(pod, func(in *ContainerInput) { in.ImageUser = tt.image }), tt.opts)
+			checkErr(t, err, errdefs.ErrInvalidArgument, tt.msg...)
+		})
+	}
+}
+
+func TestNamespaces(t *testing.T) {
+	const (
+		pod = runtimeapi.NamespaceMode_POD
+		ctr = runtimeapi.NamespaceMode_CONTAINER
+		nod = runtimeapi.NamespaceMode_NODE
+	)
+	tests := []struct {
+		name   string
+		mutate func(*corev1.PodSpec)
+		want   *runtimeapi.NamespaceOption
+	}{
+		{"defaults", func(*corev1.PodSpec) {}, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod}},
+		{"host network", func(s *corev1.PodSpec) { s.HostNetwork = true }, &runtimeapi.NamespaceOption{Network: nod, Pid: ctr, Ipc: pod}},
+		{"host pid", func(s *corev1.PodSpec) { s.HostPID = true }, &runtimeapi.NamespaceOption{Network: pod, Pid: nod, Ipc: pod}},
+		{"host ipc", func(s *corev1.PodSpec) { s.HostIPC = true }, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: nod}},
+		{"shared pid", func(s *corev1.PodSpec) { s.ShareProcessNamespace = ptr(true) }, &runtimeapi.NamespaceOption{Network: pod, Pid: pod, Ipc: pod}},
+		{"host pid wins over shared", func(s *corev1.PodSpec) { s.HostPID, s.ShareProcessNamespace = true, ptr(true) },
+			&runtimeapi.NamespaceOption{Network: pod, Pid: nod, Ipc: pod}},
+		{"host users true is fine", func(s *corev1.PodSpec) { s.HostUsers = ptr(true) }, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod(func(p *corev1.Pod) { tt.mutate(&p.Spec) })
+			sb, err := SandboxConfig(p, 0, Options{})
+			checkErr(t, err, nil)
+			if d := diffProto(tt.want, sb.Linux.SecurityContext.NamespaceOptions); d != "" {
+				t.Errorf("sandbox namespaces (-want +got):\n%s", d)
+			}
+			c, err := ContainerConfig(testInput(p), Options{})
+			checkErr(t, err, nil)
+			if d := diffProto(tt.want, c.Linux.SecurityContext.NamespaceOptions); d != "" {
+				t.Errorf("container namespaces (-want +got):\n%s", d)
+			}
+		})
+	}
+	p := testPod(func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) })
+	_, err := SandboxConfig(p, 0, Options{})
+	checkErr(t, err, errdefs.ErrInvalidArgument, "hostUsers")
+}
