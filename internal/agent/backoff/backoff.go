@@ -137,3 +137,22 @@ func (b *Backoff) Len() int {
 	defer b.mu.Unlock()
 	return len(b.items)
 }
+
+// InBackoffSince reports whether something that failed again at at must
+// still wait, and for how long: the wait is the key's current delay counted
+// from at, the way the kubelet counts a crash loop from the container's
+// exit. A failure more than ResetAfter after the recorded one is not held
+// back, because the delay starts over with it.
+func (b *Backoff) InBackoffSince(key string, at time.Time) (bool, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.items[key]
+	if !ok || at.Sub(e.last) > b.cfg.ResetAfter {
+		return false, 0
+	}
+	left := at.Add(e.delay).Sub(b.clk.Now())
+	if left <= 0 {
+		return false, 0
+	}
+	return true, left
+}

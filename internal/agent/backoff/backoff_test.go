@@ -218,3 +218,37 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestInBackoffSinceCountsFromTheLatestFailure(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	clk := clocktesting.NewFakePassiveClock(start)
+	b := New(Config{Initial: 10 * time.Second, Max: 40 * time.Second, ResetAfter: time.Minute}, clk)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	steps := []struct {
+		name     string
+		now      time.Duration // clock, from start
+		failedAt time.Duration // the latest failure, from start
+		next     bool          // record the failure after checking
+		wantIn   bool
+		wantLeft time.Duration
+	}{
+		{"first failure is never held", 0, 0, true, false, 0},
+		{"second failure right after", 1 * time.Second, 1 * time.Second, false, true, 10 * time.Second},
+		{"second failure, wait half over", 6 * time.Second, 1 * time.Second, false, true, 5 * time.Second},
+		{"second failure, wait over", 11 * time.Second, 1 * time.Second, true, false, 0},
+		{"third failure doubles", 12 * time.Second, 12 * time.Second, false, true, 20 * time.Second},
+		{"third failure, wait over", 32 * time.Second, 12 * time.Second, true, false, 0},
+		{"a failure after ResetAfter is not held", 2 * time.Minute, 2 * time.Minute, true, false, 0},
+		{"and its delay starts over", 2*time.Minute + time.Second, 2*time.Minute + time.Second, false, true, 10 * time.Second},
+	}
+	for _, s := range steps {
+		clk.SetTime(at(s.now))
+		in, left := b.InBackoffSince("k", at(s.failedAt))
+		if in != s.wantIn || left != s.wantLeft {
+			t.Fatalf("%s: InBackoffSince = %v, %v; want %v, %v", s.name, in, left, s.wantIn, s.wantLeft)
+		}
+		if s.next {
+			b.NextAt("k", at(s.failedAt))
+		}
+	}
+}
