@@ -13,6 +13,10 @@ const usage = `crib: a Kubernetes node runtime
 
 Usage:
   crib daemon [flags]        serve the CRI on a unix socket
+  crib agent [flags]         run the pods of a manifest directory (the node agent)
+  crib run POD.yaml          run one pod in the foreground, until it ends or Ctrl-C
+  crib pods                  list the agent's pods
+  crib ps                    list the agent's containers
   crib image COMMAND         pull, ls, inspect, rm, save, load, prune images
   crib config default        print the default configuration
   crib version               print the version
@@ -32,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "daemon":
 		return daemonCmd(args[1:], stderr)
+	case "agent":
+		return agentCmd(args[1:], stderr)
 	case "image":
 		return imageCmd(args[1:], stdout, stderr)
 	case "config":

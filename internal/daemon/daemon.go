@@ -43,13 +43,17 @@ type Daemon struct {
 	server  *cri.Server
 	streams *streaming.Server
 	grpc    *grpc.Server
+	ready   chan struct{}
 }
 
 // New returns a daemon for cfg; self is the path of the crib binary, run
 // again as `crib monitor` and `crib pause`. It does no I/O.
 func New(cfg config.Config, self string, log *slog.Logger) *Daemon {
-	return &Daemon{cfg: cfg, self: self, log: log}
+	return &Daemon{cfg: cfg, self: self, log: log, ready: make(chan struct{})}
 }
+
+// Ready is closed once the daemon accepts calls on its socket.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // Run starts the daemon and serves until ctx is done, then shuts down.
 func (d *Daemon) Run(ctx context.Context) error {
@@ -180,6 +184,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- d.grpc.Serve(lis) }()
 	go func() { errc <- apiServer.Serve(apiLis) }()
+	close(d.ready)
 	d.log.Info("crib is serving", "socket", d.cfg.Socket, "root", d.cfg.Root, "state", d.cfg.State, "version", Version)
 
 	select {

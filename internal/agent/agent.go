@@ -1,0 +1,404 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/utils/clock"
+
+	"github.com/crib-dev/crib/internal/agent/backoff"
+	"github.com/crib-dev/crib/internal/agent/kuberuntime"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/agent/podworker"
+	"github.com/crib-dev/crib/internal/agent/prober"
+	"github.com/crib-dev/crib/internal/agent/source"
+	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/volume"
+)
+
+// Config is the agent's configuration. Zero durations take the defaults
+// named beside them.
+type Config struct {
+	// ManifestDir is watched for Pod, ConfigMap and Secret manifests.
+	// Ignored when Snapshots is set.
+	ManifestDir string
+	// Snapshots, when set, replaces the directory watch: `crib run` feeds
+	// its one file through it.
+	Snapshots <-chan source.Snapshot
+	NodeName  string
+	// Root holds the agent's own files: pod volumes under Root/pods.
+	Root string
+	// PodConfig says how pods become CRI configs (log root, cgroups, DNS).
+	PodConfig podconfig.Options
+	// StatusAddr is the status API's TCP address; empty serves none.
+	StatusAddr string
+
+	Runtime internalapi.RuntimeService
+	Images  internalapi.ImageManagerService
+
+	RelistInterval       time.Duration // 1s
+	ResyncInterval       time.Duration // 10s
+	HousekeepingInterval time.Duration // 2s
+	// ErrorRequeue is how soon a pod whose sync failed is synced again (1s).
+	ErrorRequeue time.Duration
+	CrashBackoff backoff.Config // 10s doubling to 5m, reset after 10m
+	Clock        clock.WithTickerAndDelayedExecution
+	Log          *slog.Logger
+}
+
+// Agent runs the pods of its manifests on a CRI runtime.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *status.Store
+	events  *status.Events
+	metrics *status.Metrics
+	volumes *volume.Manager
+
+	// Built in Run.
+	rt      *kuberuntime.Manager
+	probes  *prober.Manager
+	workers *podworker.Workers
+
+	mu sync.Mutex
+	// desired are the pods the manifests ask for, by UID.
+	desired map[string]*corev1.Pod
+	data    kuberuntime.Data
+	// known is the last spec of every pod the agent has run, so that a pod
+	// whose manifest went can still be stopped with its hooks.
+	known map[string]*corev1.Pod
+	// firstSeen is when the agent first saw each pod; started records pods
+	// whose start latency is already measured.
+	firstSeen map[string]time.Time
+	started   map[string]bool
+	// fingerprints is what each pod looked like at the last relist.
+	fingerprints map[string]string
+}
+
+// New returns an agent. It does no I/O.
+func New(cfg Config) *Agent {
+	if cfg.RelistInterval <= 0 {
+		cfg.RelistInterval = time.Second
+	}
+	if cfg.ResyncInterval <= 0 {
+		cfg.ResyncInterval = 10 * time.Second
+	}
+	if cfg.HousekeepingInterval <= 0 {
+		cfg.HousekeepingInterval = 2 * time.Second
+	}
+	if cfg.ErrorRequeue <= 0 {
+		cfg.ErrorRequeue = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{
+		cfg:          cfg,
+		log:          cfg.Log,
+		store:        status.NewStore(),
+		events:       status.NewEvents(status.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
+		metrics:      status.NewMetrics(),
+		volumes:      volume.New(volume.Config{Root: filepath.Join(cfg.Root, "pods")}, cfg.Log),
+		desired:      map[string]*corev1.Pod{},
+		known:        map[string]*corev1.Pod{},
+		firstSeen:    map[string]time.Time{},
+		started:      map[string]bool{},
+		fingerprints: map[string]string{},
+	}
+}
+
+// Store is the agent's pod status store; `crib run` watches it.
+func (a *Agent) Store() *status.Store { return a.store }
+
+// Events are the events the agent recorded.
+func (a *Agent) Events() *status.Events { return a.events }
+
+// Run runs the sync loop until ctx is done. Pods keep running after it
+// returns.
+func (a *Agent) Run(ctx context.Context) error {
+	if a.cfg.Runtime == nil || a.cfg.Images == nil {
+		return errors.New("agent: no runtime")
+	}
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	a.workers = podworker.New(workCtx, a.syncPod, a.cfg.Clock)
+	a.probes = prober.NewManager(prober.Config{
+		Exec:     a.cfg.Runtime,
+		Clock:    a.cfg.Clock,
+		OnChange: func(uid string) { a.workers.Sync(uid) },
+		OnResult: func(k prober.Kind, r prober.Result) { a.metrics.ProbeResult(k.String(), r.String()) },
+		Log:      a.log,
+	})
+	a.rt = kuberuntime.New(kuberuntime.Config{
+		Runtime:      a.cfg.Runtime,
+		Images:       a.cfg.Images,
+		Volumes:      a.volumes,
+		Probes:       a.probes,
+		Recorder:     a.events,
+		Hooks:        a.probes.RunHandler,
+		Clock:        a.cfg.Clock,
+		PodConfig:    a.cfg.PodConfig,
+		CrashBackoff: backoff.New(a.cfg.CrashBackoff, a.cfg.Clock),
+		PullBackoff:  backoff.New(a.cfg.CrashBackoff, a.cfg.Clock),
+		Log:          a.log,
+	})
+
+	snapshots := a.cfg.Snapshots
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if snapshots == nil {
+		ch := make(chan source.Snapshot)
+		snapshots = ch
+		w := source.NewWatcher(a.cfg.ManifestDir, source.Options{NodeName: a.cfg.NodeName}, a.log)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(ctx, ch) }()
+	}
+	if a.cfg.StatusAddr != "" {
+		h := status.Handler(a.store, a.events, a.metrics, status.WithHealthCheck(a.healthy))
+		errc := make(chan error, 1)
+		wg.Add(1)
+		go func() { defer wg.Done(); errc <- status.Serve(ctx, a.cfg.StatusAddr, h) }()
+		defer func() {
+			if err := <-errc; err != nil {
+				a.log.Error("status API stopped", "err", err)
+			}
+		}()
+	}
+	a.log.Info("agent is running", "manifests", a.cfg.ManifestDir, "status", a.cfg.StatusAddr)
+	err := a.loop(ctx, snapshots)
+	cancelWork()
+	a.workers.Stop()
+	a.probes.Stop()
+	return err
+}
+
+func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) error {
+	relist := a.cfg.Clock.NewTicker(a.cfg.RelistInterval)
+	defer relist.Stop()
+	resync := a.cfg.Clock.NewTicker(a.cfg.ResyncInterval)
+	defer resync.Stop()
+	housekeeping := a.cfg.Clock.NewTicker(a.cfg.HousekeepingInterval)
+	defer housekeeping.Stop()
+
+	// Nothing is synced before the first snapshot: a pod the runtime holds
+	// is only removed once the agent knows its manifest is gone.
+	haveSnapshot := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case snap, ok := <-snapshots:
+			if !ok {
+				snapshots = nil
+				continue
+			}
+			a.apply(snap)
+			if !haveSnapshot {
+				haveSnapshot = true
+				a.relist(ctx, true)
+			}
+		case <-relist.C():
+			if haveSnapshot {
+				a.relist(ctx, false)
+			}
+		case <-resync.C():
+			for _, uid := range a.desiredUIDs() {
+				a.workers.Sync(uid)
+			}
+		case <-housekeeping.C():
+			if haveSnapshot {
+				a.housekeeping(ctx)
+			}
+		}
+	}
+}
+
+func (a *Agent) healthy() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := a.cfg.Runtime.Version(ctx, "v1"); err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	return nil
+}
+
+// apply takes a new manifest snapshot and syncs every pod it adds, changes
+// or removes.
+func (a *Agent) apply(snap source.Snapshot) {
+	next := map[string]*corev1.Pod{}
+	for _, p := range snap.Pods {
+		next[string(p.UID)] = p
+	}
+	errs := make([]status.SourceError, 0, len(snap.Errors))
+	for _, e := range snap.Errors {
+		errs = append(errs, status.SourceError{Path: e.Path, Message: e.Error()})
+		a.log.Warn("manifest rejected", "file", e.Path, "err", e.Err)
+	}
+	a.store.SetSourceErrors(errs)
+
+	a.mu.Lock()
+	var changed []string
+	for uid, p := range next {
+		old, ok := a.desired[uid]
+		if !ok || old.ResourceVersion != p.ResourceVersion || !podEqual(old, p) {
+			changed = append(changed, uid)
+		}
+		a.known[uid] = p
+		if _, ok := a.firstSeen[uid]; !ok {
+			a.firstSeen[uid] = a.cfg.Clock.Now()
+		}
+	}
+	for uid := range a.desired {
+		if _, ok := next[uid]; !ok {
+			changed = append(changed, uid)
+		}
+	}
+	dataChanged := !dataEqual(a.data, snap)
+	a.desired = next
+	a.data = kuberuntime.Data{ConfigMaps: snap.ConfigMaps, Secrets: snap.Secrets}
+	if dataChanged {
+		// ConfigMap and Secret volumes of every pod may need new content.
+		changed = changed[:0]
+		for uid := range next {
+			changed = append(changed, uid)
+		}
+		for uid := range a.known {
+			if _, ok := next[uid]; !ok {
+				changed = append(changed, uid)
+			}
+		}
+	}
+	a.mu.Unlock()
+	for _, uid := range changed {
+		a.workers.Sync(uid)
+	}
+}
+
+func (a *Agent) desiredUIDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.desired))
+	for uid := range a.desired {
+		out = append(out, uid)
+	}
+	return out
+}
+
+// desiredPod returns the pod's spec and the data it may draw on, or nil
+// when no manifest asks for it.
+func (a *Agent) desiredPod(uid string) (*corev1.Pod, *corev1.Pod, kuberuntime.Data) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.desired[uid], a.known[uid], a.data
+}
+
+// relist reads the runtime and syncs every pod whose containers changed
+// since the last relist, and every pod the runtime holds that no manifest
+// asks for. all syncs every pod found.
+func (a *Agent) relist(ctx context.Context, all bool) {
+	pods, err := a.rt.ListPods(ctx)
+	if err != nil {
+		a.log.Warn("relist failed", "err", err)
+		return
+	}
+	a.mu.Lock()
+	var dirty []string
+	seen := map[string]bool{}
+	for uid, p := range pods {
+		seen[uid] = true
+		fp := fingerprint(p)
+		_, wanted := a.desired[uid]
+		if all || a.fingerprints[uid] != fp || !wanted {
+			dirty = append(dirty, uid)
+		}
+		a.fingerprints[uid] = fp
+	}
+	for uid := range a.fingerprints {
+		if !seen[uid] {
+			delete(a.fingerprints, uid)
+			dirty = append(dirty, uid)
+		}
+	}
+	if all {
+		for uid := range a.desired {
+			if !seen[uid] {
+				dirty = append(dirty, uid)
+			}
+		}
+	}
+	a.mu.Unlock()
+	for _, uid := range dirty {
+		if !a.workers.Busy(uid) {
+			a.workers.Sync(uid)
+		}
+	}
+}
+
+// housekeeping removes the volumes of pods that neither a manifest nor the
+// runtime knows any more and trims backoff records.
+func (a *Agent) housekeeping(ctx context.Context) {
+	uids, err := a.volumes.Pods()
+	if err != nil {
+		a.log.Warn("list pod volumes", "err", err)
+		return
+	}
+	for _, uid := range uids {
+		a.mu.Lock()
+		_, wanted := a.desired[uid]
+		_, running := a.fingerprints[uid]
+		a.mu.Unlock()
+		if wanted || running || a.workers.Busy(uid) {
+			continue
+		}
+		if err := a.volumes.Remove(ctx, uid); err != nil {
+			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)
+		}
+	}
+}
+
+// storeStatus records a pod's status and the metrics it implies.
+func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
+	uid := string(pod.UID)
+	prev, hadPrev := a.store.Get(types.UID(uid))
+	a.store.Set(pod, st)
+	if hadPrev {
+		old := map[string]int32{}
+		for _, c := range append(prev.Status.InitContainerStatuses, prev.Status.ContainerStatuses...) {
+			old[c.Name] = c.RestartCount
+		}
+		for _, c := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
+			if c.RestartCount > old[c.Name] {
+				a.metrics.ContainerRestarted(pod.Namespace, pod.Name, c.Name)
+			}
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started[uid] && allRunning(st) {
+		a.started[uid] = true
+		a.metrics.ObservePodStart(a.cfg.Clock.Since(a.firstSeen[uid]))
+	}
+}
+
+func allRunning(st corev1.PodStatus) bool {
+	if len(st.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range st.ContainerStatuses {
+		if c.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,171 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/crib-dev/crib/internal/agent/plan"
+)
+
+const (
+	defaultGracePeriod = 30
+	// minGracePeriod is what StopContainer gets at least after a preStop
+	// hook used up the grace period, as the kubelet does.
+	minGracePeriod = 2
+)
+
+// killPod stops every live container of the pod, then every ready sandbox.
+// grace overrides the pod's termination grace period when not nil.
+func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, grace *int64) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(obs.Containers))
+	for i, c := range obs.Containers {
+		if c.State == plan.ContainerExited {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.killContainer(ctx, pod, c, "Killing", grace)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, s := range obs.Sandboxes {
+		if s.State != plan.SandboxReady {
+			continue
+		}
+		if err := m.cfg.Runtime.StopPodSandbox(ctx, s.ID); err != nil && !errdefs.IsNotFound(fromGRPC(err)) {
+			return fmt.Errorf("stop sandbox %s: %w", s.ID, fromGRPC(err))
+		}
+		m.cfg.Log.Info("pod sandbox stopped", "pod", s.ID)
+	}
+	return nil
+}
+
+// killContainer runs the container's preStop hook and stops it within its
+// grace period. pod may be nil for a pod whose manifest is gone.
+func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, c plan.Container, reason string, override *int64) error {
+	grace := m.gracePeriod(pod, c.ID, override)
+	var spec *corev1.Container
+	if pod != nil {
+		spec = specContainer(pod, c.Name)
+		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s (%s)", c.Name, reason))
+	}
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && c.State == plan.ContainerRunning && m.cfg.Hooks != nil {
+		began := m.cfg.Clock.Now()
+		hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+		err := m.cfg.Hooks(hookCtx, pod, spec, c.ID, "", spec.Lifecycle.PreStop)
+		cancel()
+		if err != nil {
+			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
+		}
+		grace -= int64(m.cfg.Clock.Since(began).Seconds())
+		if grace < minGracePeriod {
+			grace = minGracePeriod
+		}
+	}
+	if err := m.cfg.Runtime.StopContainer(ctx, c.ID, grace); err != nil {
+		if err = fromGRPC(err); !errdefs.IsNotFound(err) {
+			return fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err)
+		}
+	}
+	m.cfg.Log.Info("container stopped", "container", c.Name, "id", c.ID, "reason", reason, "grace", grace)
+	return nil
+}
+
+func (m *Manager) gracePeriod(pod *corev1.Pod, id string, override *int64) int64 {
+	switch {
+	case override != nil:
+		return *override
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g, ok := m.grace[id]; ok {
+		return g
+	}
+	return defaultGracePeriod
+}
+
+func specContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// TerminatePod stops a pod whose manifest was removed, running its preStop
+// hooks within the grace period, and then removes everything it had:
+// containers, sandboxes, volumes and logs. pod may be nil when only the
+// runtime still knows the pod (the agent restarted after the manifest went).
+// It is idempotent.
+func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRuntime) error {
+	if err := m.killPod(ctx, pod, pr.Observed, nil); err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range pr.Observed.Containers {
+		if err := m.removeContainer(ctx, pr, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range pr.Observed.Sandboxes {
+		if err := m.cfg.Runtime.RemovePodSandbox(ctx, s.ID); err != nil && !errdefs.IsNotFound(fromGRPC(err)) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.ID, fromGRPC(err)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := m.cfg.Volumes.Remove(ctx, pr.UID); err != nil {
+		return fmt.Errorf("remove volumes of pod %s: %w", pr.UID, err)
+	}
+	if dir := m.logDir(pr); dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove logs of pod %s: %w", pr.UID, err)
+		}
+	}
+	m.forgetPod(pr.UID)
+	if len(pr.Observed.Sandboxes)+len(pr.Observed.Containers) > 0 {
+		m.cfg.Log.Info("pod removed", "pod", pr.Namespace+"/"+pr.Name, "uid", pr.UID)
+	}
+	return nil
+}
+
+// logDir is the pod's log directory, named as the kubelet names it.
+func (m *Manager) logDir(pr *PodRuntime) string {
+	if m.cfg.PodConfig.PodLogRoot == "" || pr.Namespace == "" || pr.Name == "" || pr.UID == "" {
+		return ""
+	}
+	return filepath.Join(m.cfg.PodConfig.PodLogRoot, pr.Namespace+"_"+pr.Name+"_"+pr.UID)
+}
+
+// removeContainer removes a container and its log file.
+func (m *Manager) removeContainer(ctx context.Context, pr *PodRuntime, c plan.Container) error {
+	if err := m.cfg.Runtime.RemoveContainer(ctx, c.ID); err != nil && !errdefs.IsNotFound(fromGRPC(err)) {
+		return fmt.Errorf("remove container %s (%s): %w", c.Name, c.ID, fromGRPC(err))
+	}
+	if dir := m.logDir(pr); dir != "" && c.Name != "" {
+		_ = os.Remove(filepath.Join(dir, c.Name, fmt.Sprintf("%d.log", c.Attempt)))
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/agent/plan"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
+)
+
+// The kubelet's reasons for a container that could not be started.
+const (
+	reasonCrashLoopBackOff   = "CrashLoopBackOff"
+	reasonCreateConfigError  = "CreateContainerConfigError"
+	reasonCreateError        = "CreateContainerError"
+	reasonRunContainerError  = "RunContainerError"
+	reasonPostStartHookError = "PostStartHookError"
+)
+
+// startEnv is what every container start of one sync shares.
+type startEnv struct {
+	pod           *corev1.Pod
+	sandboxID     string
+	sandboxConfig *runtimeapi.PodSandboxConfig
+	podIPs        []string
+	volumes       map[string]string
+	data          Data
+	obs           plan.Observed
+}
+
+func (e startEnv) podIP() string {
+	if len(e.podIPs) == 0 {
+		return ""
+	}
+	return e.podIPs[0]
+}
+
+// startContainer starts one container: backoff, image, config, create,
+// start, postStart. A failure is also recorded as the container's waiting
+// reason.
+func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Container, typ string, restartCount uint32) error {
+	pod, uid := env.pod, string(env.pod.UID)
+	hash := plan.ContainerHash(pod, c)
+	if err := m.checkCrashBackoff(env, c, hash); err != nil {
+		return err
+	}
+	img, err := m.ensureImage(ctx, env, c)
+	if err != nil {
+		return err
+	}
+	msgPath, err := m.cfg.Volumes.TerminationMessagePath(uid, c.Name, restartCount)
+	if err != nil {
+		return m.startFailed(pod, c, reasonCreateConfigError, err)
+	}
+	in := podconfig.ContainerInput{
+		Pod:                        pod,
+		Container:                  c,
+		Type:                       typ,
+		RestartCount:               restartCount,
+		Hash:                       hash,
+		PodIP:                      env.podIP(),
+		PodIPs:                     env.podIPs,
+		Image:                      img.Id,
+		ImageUser:                  imageUser(img),
+		Volumes:                    env.volumes,
+		ConfigMaps:                 env.data.ConfigMaps,
+		Secrets:                    env.data.Secrets,
+		TerminationMessageHostPath: msgPath,
+	}
+	config, err := podconfig.ContainerConfig(in, m.cfg.PodConfig)
+	if err != nil {
+		return m.startFailed(pod, c, reasonCreateConfigError, err)
+	}
+	id, err := m.cfg.Runtime.CreateContainer(ctx, env.sandboxID, config, env.sandboxConfig)
+	if err != nil {
+		return m.startFailed(pod, c, reasonCreateError, fmt.Errorf("create container: %w", fromGRPC(err)))
+	}
+	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Created", fmt.Sprintf("Created container %s", c.Name))
+	if err := m.cfg.Runtime.StartContainer(ctx, id); err != nil {
+		return m.startFailed(pod, c, reasonRunContainerError, fmt.Errorf("start container: %w", fromGRPC(err)))
+	}
+	m.clearWaiting(uid, c.Name)
+	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Started", fmt.Sprintf("Started container %s", c.Name))
+	m.cfg.Log.Info("container started", "pod", podKey(pod), "container", c.Name, "id", id, "restartCount", restartCount)
+
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && m.cfg.Hooks != nil {
+		if err := m.cfg.Hooks(ctx, pod, c, id, env.podIP(), c.Lifecycle.PostStart); err != nil {
+			msg := fmt.Sprintf("PostStartHook failed: %v", err)
+			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedPostStartHook", msg)
+			_ = m.killContainer(ctx, pod, plan.Container{ID: id, Name: c.Name, State: plan.ContainerRunning}, "FailedPostStartHook", nil)
+			m.setWaiting(uid, c.Name, reasonPostStartHookError, msg)
+			return fmt.Errorf("container %s: %s", c.Name, msg)
+		}
+	}
+	return nil
+}
+
+// checkCrashBackoff holds back a container whose last instance exited
+// recently, doubling the wait after each crash as the kubelet does.
+func (m *Manager) checkCrashBackoff(env startEnv, c *corev1.Container, hash string) error {
+	var last *plan.Container
+	for i := range env.obs.Containers {
+		if env.obs.Containers[i].Name == c.Name {
+			last = &env.obs.Containers[i]
+			break
+		}
+	}
+	if last == nil || last.State != plan.ContainerExited {
+		return nil
+	}
+	pod := env.pod
+	key := fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, hash)
+	finished := last.FinishedAt
+	if finished.IsZero() {
+		finished = m.cfg.Clock.Now()
+	}
+	if in, left := m.cfg.CrashBackoff.InBackoffSince(key, finished); in {
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+			left.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID)
+		m.setWaiting(string(pod.UID), c.Name, reasonCrashLoopBackOff, msg)
+		return fmt.Errorf("%s: %w", msg, errWaiting)
+	}
+	m.cfg.CrashBackoff.NextAt(key, finished)
+	return nil
+}
+
+func (m *Manager) startFailed(pod *corev1.Pod, c *corev1.Container, reason string, err error) error {
+	m.setWaiting(string(pod.UID), c.Name, reason, err.Error())
+	m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Error: %v", err))
+	return fmt.Errorf("container %s: %w", c.Name, err)
+}
+
+// IsWaiting reports whether err only says a container is waiting for a
+// reason already recorded (backoff, image policy), not a new failure.
+func IsWaiting(err error) bool { return errors.Is(err, errWaiting) }
+
+func imageUser(img *runtimeapi.Image) *podconfig.ImageUser {
+	if img == nil {
+		return nil
+	}
+	u := &podconfig.ImageUser{Username: img.Username}
+	if img.Uid != nil {
+		v := img.Uid.Value
+		u.UID = &v
+	}
+	return u
+}

@@ -1,0 +1,172 @@
+package kuberuntime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/agent/labels"
+	"github.com/crib-dev/crib/internal/agent/plan"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/agent/prober"
+)
+
+// Data is what a pod may draw from besides its own spec: the ConfigMaps and
+// Secrets of the manifest directory, keyed "namespace/name".
+type Data struct {
+	ConfigMaps map[string]*corev1.ConfigMap
+	Secrets    map[string]*corev1.Secret
+}
+
+// SyncResult tells the caller what a sync did and what went wrong.
+type SyncResult struct {
+	Actions plan.Actions
+	// SandboxError says why the sandbox could not be made, if it could not.
+	SandboxError string
+	// Err joins every failure of this sync; the pod is synced again later.
+	Err error
+}
+
+// SyncPod brings one pod closer to its spec: it computes the plan from obs
+// and carries it out. Failures of single steps are recorded as the reasons
+// containers wait and joined into the result's Err.
+func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data) SyncResult {
+	var res SyncResult
+	sbConfig, err := m.sandboxConfig(pod, 0)
+	if err != nil {
+		res.SandboxError = err.Error()
+		res.Err = err
+		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+		return res
+	}
+	in := plan.Input{
+		Pod:            pod,
+		Observed:       obs,
+		SandboxHash:    sbConfig.Annotations[labels.SandboxHash],
+		LivenessFailed: m.failedProbes(obs, prober.Liveness),
+		StartupFailed:  m.failedProbes(obs, prober.Startup),
+	}
+	act := plan.ComputeActions(in)
+	res.Actions = act
+	m.cfg.Log.Debug("pod plan", "pod", podKey(pod), "reason", act.Reason, "killPod", act.KillPod,
+		"createSandbox", act.CreateSandbox, "kill", len(act.ContainersToKill), "nextInit", act.NextInit, "start", len(act.ContainersToStart))
+	var errs []error
+
+	if act.KillPod {
+		if err := m.killPod(ctx, pod, obs, nil); err != nil {
+			return SyncResult{Actions: act, Err: err}
+		}
+		if !act.CreateSandbox {
+			return res
+		}
+	}
+	for _, k := range act.ContainersToKill {
+		c := findContainer(obs, k.ID)
+		if err := m.killContainer(ctx, pod, c, k.Reason, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// A container that would not stop must not get a twin.
+		res.Err = errors.Join(errs...)
+		return res
+	}
+
+	volumes, err := m.cfg.Volumes.Prepare(ctx, pod, data.ConfigMaps, data.Secrets)
+	if err != nil {
+		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
+		res.SandboxError = err.Error()
+		res.Err = fmt.Errorf("prepare volumes: %w", err)
+		return res
+	}
+
+	sandboxID, podIPs := act.SandboxID, sandboxIPsByID(obs, act.SandboxID)
+	if act.CreateSandbox {
+		sbConfig.Metadata.Attempt = act.Attempt
+		sandboxID, podIPs, err = m.createSandbox(ctx, pod, sbConfig)
+		if err != nil {
+			res.SandboxError = err.Error()
+			res.Err = err
+			return res
+		}
+	}
+	start := startEnv{pod: pod, sandboxID: sandboxID, sandboxConfig: sbConfig, podIPs: podIPs, volumes: volumes, data: data, obs: obs}
+
+	if act.NextInit >= 0 && act.NextInit < len(pod.Spec.InitContainers) {
+		c := &pod.Spec.InitContainers[act.NextInit]
+		if err := m.startContainer(ctx, start, c, labels.TypeInit, act.NextInitRestartCount); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range act.ContainersToStart {
+		if s.Index < 0 || s.Index >= len(pod.Spec.Containers) {
+			continue
+		}
+		if err := m.startContainer(ctx, start, &pod.Spec.Containers[s.Index], labels.TypeApp, s.RestartCount); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res.Err = errors.Join(errs...)
+	return res
+}
+
+// sandboxConfig generates the pod's sandbox config and stamps it with the
+// hash of what it holds, so that a later change of any pod-level field is
+// seen as a sandbox that must be replaced.
+func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, err := podconfig.SandboxConfig(pod, attempt, m.cfg.PodConfig)
+	if err != nil {
+		return nil, err
+	}
+	hashed := proto.Clone(cfg).(*runtimeapi.PodSandboxConfig)
+	hashed.Metadata.Attempt = 0
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(hashed)
+	if err != nil {
+		return nil, fmt.Errorf("hash sandbox config: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations[labels.SandboxHash] = hex.EncodeToString(sum[:8])
+	return cfg, nil
+}
+
+func (m *Manager) failedProbes(obs plan.Observed, k prober.Kind) map[string]bool {
+	if m.cfg.Probes == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, c := range obs.Containers {
+		if c.State == plan.ContainerRunning && m.cfg.Probes.Result(c.ID, k) == prober.Failure {
+			out[c.ID] = true
+		}
+	}
+	return out
+}
+
+func findContainer(obs plan.Observed, id string) plan.Container {
+	for _, c := range obs.Containers {
+		if c.ID == id {
+			return c
+		}
+	}
+	return plan.Container{ID: id}
+}
+
+func sandboxIPsByID(obs plan.Observed, id string) []string {
+	for _, s := range obs.Sandboxes {
+		if s.ID == id {
+			return s.IPs
+		}
+	}
+	return nil
+}
+
+func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
