@@ -41,11 +41,11 @@ type Recorder interface {
 // Config holds a Manager's collaborators. Every field but Log, Probes and
 // Recorder is required.
 type Config struct {
-	Runtime   internalapi.RuntimeService
-	Images    internalapi.ImageManagerService
-	Volumes   Volumes
-	Probes    Probes
-	Recorder  Recorder
+	Runtime  internalapi.RuntimeService
+	Images   internalapi.ImageManagerService
+	Volumes  Volumes
+	Probes   Probes
+	Recorder Recorder
 	// Hooks runs a lifecycle handler (postStart, preStop) in a container.
 	Hooks     func(ctx context.Context, pod *corev1.Pod, c *corev1.Container, containerID, podIP string, h *corev1.LifecycleHandler) error
 	Clock     clock.Clock
