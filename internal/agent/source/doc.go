@@ -41,9 +41,14 @@
 // into data. The manifest's status is replaced by phase Pending.
 //
 // Watching: a Watcher sends the first snapshot at once, then one after
-// every burst of file system events has been quiet for 100 ms, and rescans
+// every burst of file system events has been quiet for 10 ms, and rescans
 // every 20 s (Options.RescanInterval) for what events cannot show, such as
-// an edited symlink target. A missing directory is looked for every second
+// an edited symlink target. The watcher is careful with removals: a file it
+// rejects keeps the pods it last defined (as an API server keeps an object
+// whose update failed validation), so a file read half-written or saved
+// with a typo never tears its pods down; and a pod missing from the
+// directory is only dropped once it has stayed missing for 500 ms, which
+// bridges an editor renaming a file away before writing the new one. A missing directory is looked for every second
 // and never created; while it is missing the snapshot carries a NotFound
 // error for it.
 //

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -15,8 +16,14 @@ const (
 	defaultRescan = 20 * time.Second
 	// settle is how long the directory must stay quiet after a change
 	// before it is read; maxSettle bounds the wait under a steady stream.
-	settle    = 100 * time.Millisecond
+	// It is short because it is on every pod start's path, and a file read
+	// half-written does no harm: its pods keep their last valid version.
+	settle    = 10 * time.Millisecond
 	maxSettle = time.Second
+	// removalSettle is how long a pod must stay missing before a snapshot
+	// drops it: editors replace a file by renaming it away and writing a
+	// new one, and that gap must not tear the pod down.
+	removalSettle = 500 * time.Millisecond
 	// pollMissing is how often a missing directory is looked for.
 	pollMissing = time.Second
 )
@@ -65,6 +72,9 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Snapshot) error {
 	settleTimer := time.NewTimer(settle)
 	settleTimer.Stop()
 	defer settleTimer.Stop()
+	st.removalTimer = time.NewTimer(removalSettle)
+	st.removalTimer.Stop()
+	defer st.removalTimer.Stop()
 	var burstStart time.Time // zero when no change is pending
 
 	for {
@@ -99,6 +109,9 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Snapshot) error {
 		case <-settleTimer.C:
 			burstStart = time.Time{}
 			err = st.scan(ctx, out)
+		case <-st.removalTimer.C:
+			st.removalArmed = false
+			err = st.scan(ctx, out)
 		case <-rescan.C:
 			err = st.scan(ctx, out)
 		case <-poll.C:
@@ -120,6 +133,11 @@ type watchState struct {
 	missing  bool // logged that the directory is missing
 	sent     bool
 	last     Snapshot
+	// removalTimer rescans once pods missing from a scan have stayed
+	// missing for removalSettle.
+	removalTimer *time.Timer
+	removalArmed bool
+	missingSince map[string]time.Time // pod key -> when a scan first missed it
 }
 
 // scan makes sure the directory is watched if it exists, loads it, and
@@ -128,6 +146,10 @@ type watchState struct {
 func (st *watchState) scan(ctx context.Context, out chan<- Snapshot) error {
 	st.ensureWatch()
 	snap := Load(st.w.dir, st.w.opts)
+	if st.sent {
+		keepLastGood(&snap, st.last)
+		st.holdRemovals(&snap)
+	}
 	if st.sent && snap.Equal(st.last) {
 		return nil
 	}
@@ -171,5 +193,88 @@ func (st *watchState) unwatch() {
 	if st.watching {
 		_ = st.fsw.Remove(st.w.dir) // gone already when the directory was deleted
 		st.watching = false
+	}
+}
+
+// keepLastGood carries the pods a file defined in the last snapshot over
+// into snap when that file is now rejected, as an API server keeps an
+// object whose update failed validation: a file caught half-written, or an
+// edit with a typo, must not tear its running pods down. A file that was
+// deleted is not rejected, so its pods do go; nor is a pod carried over
+// whose name another file now defines.
+func keepLastGood(snap *Snapshot, last Snapshot) {
+	rejected := map[string]*FileError{}
+	for _, e := range snap.Errors {
+		if !errdefs.IsAlreadyExists(e.Err) {
+			rejected[e.Path] = e
+		}
+	}
+	if len(rejected) == 0 {
+		return
+	}
+	defined := map[string]bool{}
+	for _, p := range snap.Pods {
+		defined[Key(p.Namespace, p.Name)] = true
+	}
+	kept := false
+	for _, p := range last.Pods {
+		e := rejected[p.Annotations[AnnotationConfigFile]]
+		if e == nil || defined[Key(p.Namespace, p.Name)] {
+			continue
+		}
+		snap.Pods = append(snap.Pods, p)
+		defined[Key(p.Namespace, p.Name)] = true
+		kept = true
+	}
+	if kept {
+		snap.sort()
+	}
+}
+
+// holdRemovals keeps pods of the last snapshot that this scan misses until
+// they have been missing for removalSettle, and arms a rescan for then.
+func (st *watchState) holdRemovals(snap *Snapshot) {
+	now := time.Now()
+	present := map[string]bool{}
+	for _, p := range snap.Pods {
+		present[Key(p.Namespace, p.Name)] = true
+	}
+	if st.missingSince == nil {
+		st.missingSince = map[string]time.Time{}
+	}
+	for k := range st.missingSince {
+		if present[k] {
+			delete(st.missingSince, k)
+		}
+	}
+	held := false
+	var wait time.Duration
+	for _, p := range st.last.Pods {
+		k := Key(p.Namespace, p.Name)
+		if present[k] {
+			continue
+		}
+		since, ok := st.missingSince[k]
+		if !ok {
+			since = now
+			st.missingSince[k] = now
+		}
+		if left := removalSettle - now.Sub(since); left > 0 {
+			snap.Pods = append(snap.Pods, p)
+			present[k] = true
+			held = true
+			if wait == 0 || left < wait {
+				wait = left
+			}
+			continue
+		}
+		delete(st.missingSince, k)
+	}
+	if held {
+		snap.sort()
+		if !st.removalArmed {
+			st.removalArmed = true
+			st.removalTimer.Reset(wait)
+		}
 	}
 }

@@ -224,3 +224,36 @@ func TestWatcherStopsWhileSending(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+func TestWatcherBridgesFileReplacement(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.yaml", podYAML("a", "nginx:1"))
+	h := startWatcher(t, dir, Options{NodeName: "n"})
+	h.next("the initial snapshot")
+
+	// The file vanishes and comes back with new content, as when an editor
+	// renames it away and writes a new one: no snapshot may lose the pod.
+	if err := os.Rename(filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml~")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "a.yaml", podYAML("a", "nginx:2"))
+	s := h.waitFor("the new content", func(s Snapshot) bool {
+		if !hasPods("default/a")(s) {
+			t.Fatalf("a snapshot lost the pod while its file was replaced: %v", podNames(s))
+		}
+		return s.Pods[0].Spec.Containers[0].Image == "nginx:2"
+	})
+
+	// A half-written (invalid) file keeps the pod as it was.
+	writeFile(t, dir, "a.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n    imagee: x\n")
+	s = h.waitFor("the error", func(s Snapshot) bool { return len(s.Errors) == 1 })
+	if !hasPods("default/a")(s) || s.Pods[0].Spec.Containers[0].Image != "nginx:2" {
+		t.Errorf("a rejected file dropped or changed its pod: %v", podNames(s))
+	}
+
+	// A real deletion still removes the pod, once it has stayed gone.
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the deletion", hasPods())
+}
