@@ -36,6 +36,13 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 	done := make(chan struct{})
 	var runErr error
 	rc := &runtimeClient{Done: done, Err: func() error { return runErr }}
+	if endpoint == "" && socketAnswers(cfg.Socket) {
+		// A crib daemon already serves this configuration: share it
+		// rather than fight it for its state.
+		log.Info("using the crib daemon already running", "socket", cfg.Socket)
+		endpoint = cfg.Socket
+		close(done)
+	}
 	if endpoint == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -89,4 +96,15 @@ func hostIPs() []string {
 		}
 	}
 	return append(v4, v6...)
+}
+
+// socketAnswers reports whether something accepts connections on a unix
+// socket.
+func socketAnswers(path string) bool {
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }

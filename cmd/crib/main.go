@@ -38,6 +38,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return daemonCmd(args[1:], stderr)
 	case "agent":
 		return agentCmd(args[1:], stderr)
+	case "run":
+		return runCmd(args[1:], stdout, stderr)
+	case "pods", "ps":
+		return listCmd(args[0], args[1:], stdout, stderr)
 	case "image":
 		return imageCmd(args[1:], stdout, stderr)
 	case "config":

@@ -166,12 +166,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.StatusAddr != "" {
 		h := status.Handler(a.store, a.events, a.metrics, status.WithHealthCheck(a.healthy))
-		errc := make(chan error, 1)
 		wg.Add(1)
-		go func() { defer wg.Done(); errc <- status.Serve(ctx, a.cfg.StatusAddr, h) }()
-		defer func() {
-			if err := <-errc; err != nil {
-				a.log.Error("status API stopped", "err", err)
+		go func() {
+			defer wg.Done()
+			if err := status.Serve(ctx, a.cfg.StatusAddr, h); err != nil {
+				a.log.Error("status API is not serving", "addr", a.cfg.StatusAddr, "err", err)
 			}
 		}()
 	}
