@@ -174,6 +174,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); a.watchEvents(ctx) }()
 	a.log.Info("agent is running", "manifests", a.cfg.ManifestDir, "status", a.cfg.StatusAddr)
 	err := a.loop(ctx, snapshots)
 	cancelWork()
