@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+
 	"github.com/crib-dev/crib/internal/agent"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/config"
@@ -63,6 +66,13 @@ func (f agentFlags) resolve(fs *flag.FlagSet, stderr io.Writer) (agentSetup, err
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The CRI client logs every failed call through klog; the agent
+	// reports what matters itself, so klog speaks only when debugging.
+	if level > slog.LevelDebug {
+		klog.SetLogger(logr.Discard())
+	} else {
+		klog.SetSlogLogger(log)
+	}
 	node := *f.nodeName
 	if node == "" {
 		if node, err = os.Hostname(); err != nil {

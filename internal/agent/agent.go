@@ -81,6 +81,11 @@ type Agent struct {
 	started   map[string]bool
 	// fingerprints is what each pod looked like at the last relist.
 	fingerprints map[string]string
+	// evicted holds why a pod was evicted; it stays down until its
+	// manifest changes.
+	evicted map[string]string
+	// lastUsageCheck is when emptyDir usage was last measured.
+	lastUsageCheck time.Time
 }
 
 // New returns an agent. It does no I/O.
@@ -115,6 +120,7 @@ func New(cfg Config) *Agent {
 		firstSeen:    map[string]time.Time{},
 		started:      map[string]bool{},
 		fingerprints: map[string]string{},
+		evicted:      map[string]string{},
 	}
 }
 
@@ -252,8 +258,9 @@ func (a *Agent) apply(snap source.Snapshot) {
 	var changed []string
 	for uid, p := range next {
 		old, ok := a.desired[uid]
-		if !ok || old.ResourceVersion != p.ResourceVersion || !podEqual(old, p) {
+		if !ok || !podEqual(old, p) {
 			changed = append(changed, uid)
+			delete(a.evicted, uid)
 		}
 		a.known[uid] = p
 		if _, ok := a.firstSeen[uid]; !ok {
@@ -365,6 +372,10 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		if err := a.volumes.Remove(ctx, uid); err != nil {
 			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)
 		}
+	}
+	if now := a.cfg.Clock.Now(); now.Sub(a.lastUsageCheck) >= usageCheckInterval {
+		a.lastUsageCheck = now
+		a.checkVolumeUsage()
 	}
 }
 

@@ -19,6 +19,9 @@ import (
 	"github.com/crib-dev/crib/internal/agent/status"
 )
 
+// noResult stands for a sync that did nothing.
+var noResult kuberuntime.SyncResult
+
 // maxMessageBytes bounds a termination message, as the kubelet does.
 const maxMessageBytes = 4096
 
@@ -36,6 +39,9 @@ func (a *Agent) syncPod(ctx context.Context, uid string) time.Duration {
 	}
 	if pod == nil {
 		return a.terminate(ctx, last, pr)
+	}
+	if msg := a.evictionOf(uid); msg != "" {
+		return a.keepEvicted(ctx, pod, msg)
 	}
 	obs, err := a.rt.CollectGarbage(ctx, pr)
 	if err != nil {

@@ -22,6 +22,12 @@ const (
 	minGracePeriod = 2
 )
 
+// KillPod stops every live container of the pod, then its sandboxes,
+// leaving them in place for their logs and statuses.
+func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed) error {
+	return m.killPod(ctx, pod, obs, nil)
+}
+
 // killPod stops every live container of the pod, then every ready sandbox.
 // grace overrides the pod's termination grace period when not nil.
 func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, grace *int64) error {
