@@ -37,3 +37,31 @@ echo "== running a pod"
 go run ./scripts/demo -socket "$work/run/crib.sock"
 echo "== crib's log"
 cat "$work/crib.log"
+
+echo "== the node agent: crib run of a pod manifest (init container, env, a volume; torn down when it ends)"
+cat > "$work/hello.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hello
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: greet
+    image: docker.io/library/busybox:latest
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo written by the init container > /shared/note"]
+    volumeMounts: [{name: shared, mountPath: /shared}]
+  containers:
+  - name: main
+    image: docker.io/library/busybox:latest
+    imagePullPolicy: Never
+    command: ["sh", "-c", "cat /shared/note; echo pod $(POD) has IP $POD_IP"]
+    env:
+    - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    volumeMounts: [{name: shared, mountPath: /shared}]
+  volumes:
+  - {name: shared, emptyDir: {}}
+YAML
+bin/crib run --root "$work/root" --state "$work/run" --pod-log-root "$work/logs" --status-address "" "$work/hello.yaml"
