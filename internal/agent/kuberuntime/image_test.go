@@ -1,0 +1,142 @@
+package kuberuntime
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func countCalls(calls []string, name string) int {
+	n := 0
+	for _, c := range calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *env) pulls() int {
+	e.img.Lock()
+	defer e.img.Unlock()
+	return countCalls(e.img.Called, "PullImage")
+}
+
+func (e *env) creates() int { return len(withPrefix(e.log.since(0), "CreateContainer")) }
+
+func TestImagePullPolicies(t *testing.T) {
+	tests := []struct {
+		name        string
+		policy      corev1.PullPolicy
+		present     bool
+		wantPulls   int
+		wantCreate  bool
+		wantWaiting string
+	}{
+		{name: "Never absent", policy: corev1.PullNever, present: false, wantPulls: 0, wantWaiting: reasonErrImageNeverPull},
+		{name: "Never present", policy: corev1.PullNever, present: true, wantPulls: 0, wantCreate: true},
+		{name: "IfNotPresent present", policy: corev1.PullIfNotPresent, present: true, wantPulls: 0, wantCreate: true},
+		{name: "IfNotPresent absent", policy: corev1.PullIfNotPresent, present: false, wantPulls: 1, wantCreate: true},
+		{name: "Always present", policy: corev1.PullAlways, present: true, wantPulls: 1, wantCreate: true},
+		{name: "Always absent", policy: corev1.PullAlways, present: false, wantPulls: 1, wantCreate: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if !tc.present {
+				e.img.SetFakeImages(nil)
+			}
+			pod := testPod(func(p *corev1.Pod) { p.Spec.Containers[0].ImagePullPolicy = tc.policy })
+			res := e.sync(pod)
+			if got := e.pulls(); got != tc.wantPulls {
+				t.Errorf("PullImage calls = %d, want %d", got, tc.wantPulls)
+			}
+			if got := e.creates() > 0; got != tc.wantCreate {
+				t.Errorf("created = %v, want %v (calls %v)", got, tc.wantCreate, e.log.since(0))
+			}
+			w := e.m.Waiting(string(pod.UID))["app"]
+			if w.Reason != tc.wantWaiting {
+				t.Errorf("Waiting[app] = %+v, want reason %q", w, tc.wantWaiting)
+			}
+			if tc.wantWaiting != "" {
+				if res.Err == nil || !IsWaiting(res.Err) {
+					t.Errorf("SyncPod err = %v, want a waiting error", res.Err)
+				}
+			} else if res.Err != nil {
+				t.Errorf("SyncPod: %v", res.Err)
+			}
+		})
+	}
+}
+
+func TestImagePullBackoff(t *testing.T) {
+	e := newEnv(t)
+	e.img.SetFakeImages(nil)
+	e.img.InjectError("PullImage", errors.New("registry unreachable"))
+	pod := testPod()
+
+	res := e.sync(pod)
+	if res.Err == nil {
+		t.Fatal("SyncPod: no error after a failed pull")
+	}
+	if got := e.pulls(); got != 1 {
+		t.Fatalf("PullImage calls = %d, want 1", got)
+	}
+	if w := e.m.Waiting(string(pod.UID))["app"]; w.Reason != reasonErrImagePull {
+		t.Fatalf("after a failed pull Waiting[app] = %+v, want %s", w, reasonErrImagePull)
+	}
+	if e.creates() != 0 {
+		t.Fatalf("created a container without its image: %v", e.log.since(0))
+	}
+
+	// Within the backoff: no pull, ImagePullBackOff.
+	e.clk.Step(5 * time.Second)
+	res = e.sync(pod)
+	if !IsWaiting(res.Err) {
+		t.Errorf("SyncPod err in pull backoff = %v, want a waiting error", res.Err)
+	}
+	if got := e.pulls(); got != 1 {
+		t.Fatalf("PullImage calls in backoff = %d, want still 1", got)
+	}
+	if w := e.m.Waiting(string(pod.UID))["app"]; w.Reason != reasonImagePullBackOff {
+		t.Fatalf("in backoff Waiting[app] = %+v, want %s", w, reasonImagePullBackOff)
+	}
+
+	// Past the backoff (10s from the failure): pulls again and starts.
+	e.clk.Step(6 * time.Second)
+	e.mustSync(pod)
+	if got := e.pulls(); got != 2 {
+		t.Fatalf("PullImage calls after the backoff = %d, want 2", got)
+	}
+	e.running(pod, "app")
+	if w, ok := e.m.Waiting(string(pod.UID))["app"]; ok {
+		t.Errorf("Waiting[app] after start = %+v, want none", w)
+	}
+}
+
+func TestImagePullBackoffDoubles(t *testing.T) {
+	e := newEnv(t)
+	e.img.SetFakeImages(nil)
+	e.img.InjectError("PullImage", errors.New("one"))
+	e.img.InjectError("PullImage", errors.New("two"))
+	pod := testPod()
+
+	e.sync(pod) // fails, 10s
+	e.clk.Step(11 * time.Second)
+	e.sync(pod) // fails again, 20s
+	if got := e.pulls(); got != 2 {
+		t.Fatalf("PullImage calls = %d, want 2", got)
+	}
+	e.clk.Step(15 * time.Second)
+	e.sync(pod)
+	if got := e.pulls(); got != 2 {
+		t.Fatalf("PullImage calls 15s into a 20s backoff = %d, want 2", got)
+	}
+	e.clk.Step(6 * time.Second)
+	e.mustSync(pod)
+	if got := e.pulls(); got != 3 {
+		t.Fatalf("PullImage calls after the second backoff = %d, want 3", got)
+	}
+}
