@@ -1,0 +1,125 @@
+package agenttest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// testInitContainers: two init containers append to a file of an emptyDir
+// one after the other, each to success, before the app prints the file.
+func testInitContainers(t *testing.T, s *suite) {
+	const name = "init-order"
+	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	one := s.env.shell("one", "echo one >> /work/out")
+	two := s.env.shell("two", "echo two >> /work/out")
+	app := s.env.shell("app", "cat /work/out; "+sleepForever)
+	one.VolumeMounts, two.VolumeMounts, app.VolumeMounts = mount, mount, mount
+	pod := podSpec(name, app)
+	pod.Spec.InitContainers = []corev1.Container{one, two}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	s.h.writePod(t, pod)
+
+	p := s.h.waitFor(t, name, "app running, initialized", longWait, func(p *corev1.Pod) bool {
+		return running(p, "app") && condition(p, corev1.PodInitialized) == corev1.ConditionTrue
+	})
+	for _, c := range []string{"one", "two"} {
+		st := containerStatus(p, c)
+		if st == nil || st.State.Terminated == nil {
+			t.Fatalf("init container %s: want terminated, got %+v", c, st)
+		}
+		if got := st.State.Terminated; got.Reason != "Completed" || got.ExitCode != 0 {
+			t.Errorf("init container %s terminated with %q exit %d, want Completed exit 0", c, got.Reason, got.ExitCode)
+		}
+		if st.RestartCount != 0 {
+			t.Errorf("init container %s restarted %d times", c, st.RestartCount)
+		}
+	}
+	first, second := containerStatus(p, "one").State.Terminated, containerStatus(p, "two").State.Terminated
+	if second.StartedAt.Before(&first.FinishedAt) {
+		t.Errorf("init container two started at %v, before one finished at %v", second.StartedAt, first.FinishedAt)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s, want Running", p.Status.Phase)
+	}
+	path := podLogDir(s.h.LogRoot, p) + "/app/0.log"
+	lines := waitLog(t, path, "holds the file", func(l []string) bool { return len(l) >= 2 })
+	if diff := cmp.Diff([]string{"one", "two"}, lines); diff != "" {
+		t.Errorf("app log (-want +got):\n%s", diff)
+	}
+}
+
+// testCrashLoopAlways: an app that exits 1 at once is restarted with
+// backoff: CrashLoopBackOff, a climbing restart count, and its last state.
+func testCrashLoopAlways(t *testing.T, s *suite) {
+	const name = "crash-always"
+	s.h.writePod(t, podSpec(name, s.env.shell("app", "exit 1")))
+	var reasons transitions
+	p := s.h.waitFor(t, name, "restart count >= 3", longWait, func(p *corev1.Pod) bool {
+		reasons.see(waitingReason(p, "app"))
+		return restarts(p, "app") >= 3
+	})
+	if !reasons.has("CrashLoopBackOff") {
+		t.Errorf("waiting reasons seen %v, want CrashLoopBackOff among them", reasons)
+	}
+	last := containerStatus(p, "app").LastTerminationState.Terminated
+	if last == nil {
+		t.Fatalf("no last termination state: %s", describe(p))
+	}
+	if last.ExitCode != 1 || last.Reason != "Error" {
+		t.Errorf("last state terminated %q exit %d, want Error exit 1", last.Reason, last.ExitCode)
+	}
+	if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %s of a crash-looping pod with restartPolicy Always", p.Status.Phase)
+	}
+	if got := condition(p, corev1.PodReady); got != corev1.ConditionFalse {
+		t.Errorf("Ready %q, want False", got)
+	}
+}
+
+// testOnFailureSucceeded: exit 0 under OnFailure is final: phase
+// Succeeded, reason Completed, no restart.
+func testOnFailureSucceeded(t *testing.T, s *suite) {
+	const name = "onfailure-ok"
+	pod := podSpec(name, s.env.shell("app", "echo done"))
+	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	testFinished(t, s, pod, corev1.PodSucceeded, 0, "Completed")
+}
+
+// testNeverFailed: exit 1 under Never is final: phase Failed, reason
+// Error, no restart.
+func testNeverFailed(t *testing.T, s *suite) {
+	const name = "never-fails"
+	pod := podSpec(name, s.env.shell("app", "exit 1"))
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	testFinished(t, s, pod, corev1.PodFailed, 1, "Error")
+}
+
+func testFinished(t *testing.T, s *suite, pod *corev1.Pod, phase corev1.PodPhase, code int32, reason string) {
+	s.h.writePod(t, pod)
+	p := s.h.waitFor(t, pod.Name, "phase "+string(phase), longWait, func(p *corev1.Pod) bool {
+		return p != nil && p.Status.Phase == phase
+	})
+	st := containerStatus(p, "app")
+	if st == nil || st.State.Terminated == nil {
+		t.Fatalf("app not terminated: %s", describe(p))
+	}
+	if st.State.Terminated.ExitCode != code || st.State.Terminated.Reason != reason {
+		t.Errorf("terminated %q exit %d, want %s exit %d", st.State.Terminated.Reason, st.State.Terminated.ExitCode, reason, code)
+	}
+	// Several relists and resyncs later, the container is still the only
+	// one and was never restarted.
+	time.Sleep(4 * time.Second)
+	p = s.h.waitFor(t, pod.Name, "still "+string(phase), shortWait, func(p *corev1.Pod) bool { return p != nil })
+	if p.Status.Phase != phase || restarts(p, "app") != 0 {
+		t.Errorf("later: phase %s restarts %d, want %s and 0", p.Status.Phase, restarts(p, "app"), phase)
+	}
+	if ctrs := s.env.containers(t, string(p.UID), nil); len(ctrs) != 1 {
+		t.Errorf("runtime holds %d containers of the pod, want 1: %v", len(ctrs), ctrs)
+	} else if ctrs[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("container state %s, want exited", ctrs[0].State)
+	}
+}

@@ -1,0 +1,12 @@
+package agenttest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/crib-dev/crib/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testutil.Main(m))
+}
