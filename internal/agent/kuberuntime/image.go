@@ -49,7 +49,7 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 	}
 	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	began := m.cfg.Clock.Now()
-	ref, err := m.cfg.Images.PullImage(ctx, spec, nil, env.sandboxConfig)
+	ref, err := m.cfg.Images.PullImage(ctx, spec, pullAuth(pod, c.Image, env.data.Secrets), env.sandboxConfig)
 	if err != nil {
 		m.cfg.PullBackoff.Next(key)
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
