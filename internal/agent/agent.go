@@ -81,6 +81,9 @@ type Agent struct {
 	started   map[string]bool
 	// fingerprints is what each pod looked like at the last relist.
 	fingerprints map[string]string
+	// admitted and rejected record admission decisions by UID.
+	admitted map[string]bool
+	rejected map[string]*rejection
 	// evicted holds why a pod was evicted; it stays down until its
 	// manifest changes.
 	evicted map[string]string
@@ -121,6 +124,8 @@ func New(cfg Config) *Agent {
 		started:      map[string]bool{},
 		fingerprints: map[string]string{},
 		evicted:      map[string]string{},
+		admitted:     map[string]bool{},
+		rejected:     map[string]*rejection{},
 	}
 }
 
@@ -261,6 +266,7 @@ func (a *Agent) apply(snap source.Snapshot) {
 		if !ok || !podEqual(old, p) {
 			changed = append(changed, uid)
 			delete(a.evicted, uid)
+			a.forgetAdmission(uid)
 		}
 		a.known[uid] = p
 		if _, ok := a.firstSeen[uid]; !ok {
@@ -270,6 +276,7 @@ func (a *Agent) apply(snap source.Snapshot) {
 	for uid := range a.desired {
 		if _, ok := next[uid]; !ok {
 			changed = append(changed, uid)
+			a.forgetAdmission(uid)
 		}
 	}
 	dataChanged := !dataEqual(a.data, snap)

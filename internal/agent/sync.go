@@ -43,6 +43,9 @@ func (a *Agent) syncPod(ctx context.Context, uid string) time.Duration {
 	if msg := a.evictionOf(uid); msg != "" {
 		return a.keepEvicted(ctx, pod, msg)
 	}
+	if r := a.admit(pod); r != nil {
+		return a.keepRejected(ctx, pod, pr, r)
+	}
 	obs, err := a.rt.CollectGarbage(ctx, pr)
 	if err != nil {
 		a.log.Warn("collect garbage", "pod", podKey(pod), "err", err)
@@ -93,7 +96,22 @@ func (a *Agent) terminate(ctx context.Context, last *corev1.Pod, pr *kuberuntime
 	delete(a.known, uid)
 	delete(a.firstSeen, uid)
 	delete(a.started, uid)
+	delete(a.evicted, uid)
+	a.forgetAdmission(uid)
 	a.mu.Unlock()
+	return 0
+}
+
+// keepRejected shows a pod the node did not admit as Failed, stopping
+// whatever it may still run from before (an edit that no longer fits).
+func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberuntime.PodRuntime, r *rejection) time.Duration {
+	if err := a.rt.KillPod(ctx, pod, pr.Observed); err != nil {
+		return a.cfg.ErrorRequeue
+	}
+	a.probes.RemovePod(string(pod.UID))
+	st := a.computeStatus(pod, pr.Observed, noResult, "")
+	st.Phase, st.Reason, st.Message = corev1.PodFailed, r.Reason, r.Message
+	a.storeStatus(pod, st)
 	return 0
 }
 

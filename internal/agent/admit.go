@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// rejection is why a pod was not admitted to this node, in the kubelet's
+// words: the pod's status shows it as Failed with this reason.
+type rejection struct {
+	Reason  string
+	Message string
+}
+
+// admit decides, once per pod version, whether this node can run the pod
+// beside the pods already admitted: the kubelet's resource fit (requests
+// against the node's CPUs and memory) and host port checks. The decision
+// sticks until the manifest changes.
+func (a *Agent) admit(pod *corev1.Pod) *rejection {
+	uid := string(pod.UID)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.rejected[uid]; ok {
+		return r
+	}
+	if a.admitted[uid] {
+		return nil
+	}
+	var others []*corev1.Pod
+	for id := range a.admitted {
+		if p := a.desired[id]; p != nil && id != uid {
+			others = append(others, p)
+		}
+	}
+	r := fits(pod, others, a.cfg.PodConfig.NodeMilliCPU, a.cfg.PodConfig.NodeMemoryBytes)
+	if r != nil {
+		a.rejected[uid] = r
+		a.log.Warn("pod rejected", "pod", podKey(pod), "reason", r.Reason, "message", r.Message)
+		return r
+	}
+	a.admitted[uid] = true
+	return nil
+}
+
+// forgetAdmission makes the next sync decide about the pod afresh.
+func (a *Agent) forgetAdmission(uid string) {
+	delete(a.admitted, uid)
+	delete(a.rejected, uid)
+}
+
+// fits checks pod against the node's capacity (zero: unknown, not
+// checked) and the pods already admitted.
+func fits(pod *corev1.Pod, admitted []*corev1.Pod, milliCPU, memory int64) *rejection {
+	wantCPU, wantMem := podRequests(pod)
+	var usedCPU, usedMem int64
+	for _, p := range admitted {
+		c, m := podRequests(p)
+		usedCPU += c
+		usedMem += m
+	}
+	if milliCPU > 0 && wantCPU > 0 && usedCPU+wantCPU > milliCPU {
+		return &rejection{"OutOfcpu", fmt.Sprintf("Pod was rejected: Node didn't have enough resource: cpu, requested: %d, used: %d, capacity: %d", wantCPU, usedCPU, milliCPU)}
+	}
+	if memory > 0 && wantMem > 0 && usedMem+wantMem > memory {
+		return &rejection{"OutOfmemory", fmt.Sprintf("Pod was rejected: Node didn't have enough resource: memory, requested: %d, used: %d, capacity: %d", wantMem, usedMem, memory)}
+	}
+	taken := map[string]string{}
+	for _, p := range admitted {
+		for _, k := range hostPorts(p) {
+			taken[k] = p.Namespace + "/" + p.Name
+		}
+	}
+	for _, k := range hostPorts(pod) {
+		if owner, ok := taken[k]; ok {
+			return &rejection{"NodePorts", fmt.Sprintf("Pod was rejected: host port %s is already used by pod %s", k, owner)}
+		}
+	}
+	return nil
+}
+
+// podRequests is what the pod asks for as the scheduler counts it: the
+// larger of its app containers' sum and its largest init container, plus
+// the overhead; in millicores and bytes.
+func podRequests(pod *corev1.Pod) (milliCPU, memory int64) {
+	sum := func(cs []corev1.Container) (int64, int64) {
+		var c, m int64
+		for _, ct := range cs {
+			c += quantity(ct.Resources.Requests, corev1.ResourceCPU, true)
+			m += quantity(ct.Resources.Requests, corev1.ResourceMemory, false)
+		}
+		return c, m
+	}
+	milliCPU, memory = sum(pod.Spec.Containers)
+	for _, ct := range pod.Spec.InitContainers {
+		milliCPU = max(milliCPU, quantity(ct.Resources.Requests, corev1.ResourceCPU, true))
+		memory = max(memory, quantity(ct.Resources.Requests, corev1.ResourceMemory, false))
+	}
+	milliCPU += quantity(pod.Spec.Overhead, corev1.ResourceCPU, true)
+	memory += quantity(pod.Spec.Overhead, corev1.ResourceMemory, false)
+	return milliCPU, memory
+}
+
+func quantity(l corev1.ResourceList, name corev1.ResourceName, milli bool) int64 {
+	q, ok := l[name]
+	if !ok {
+		return 0
+	}
+	return value(q, milli)
+}
+
+func value(q resource.Quantity, milli bool) int64 {
+	if milli {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// hostPorts are the pod's host ports as "protocol/ip:port"; an empty host
+// IP claims every address, so it is written 0.0.0.0.
+func hostPorts(pod *corev1.Pod) []string {
+	var out []string
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			ip := p.HostIP
+			if ip == "" {
+				ip = "0.0.0.0"
+			}
+			out = append(out, fmt.Sprintf("%s/%s:%d", p.Protocol, ip, p.HostPort))
+		}
+	}
+	return out
+}
