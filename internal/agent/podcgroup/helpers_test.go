@@ -49,7 +49,6 @@ func pod(uid string, containers ...corev1.ResourceRequirements) *corev1.Pod {
 	return p
 }
 
-
 func readKnob(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
