@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/monitor"
@@ -107,6 +108,9 @@ type Config struct {
 	// RecursiveReadOnly names the runtime handlers that make "rro" mounts
 	// (the runtime and the kernel must both support them).
 	RecursiveReadOnly map[string]bool
+	// Events, when set, is told of every container created, started,
+	// stopped (exited) and removed; nil publishes nothing.
+	Events events.Publisher
 }
 
 // Manager runs the containers of one daemon.
@@ -221,8 +225,22 @@ func (m *Manager) update(e *entry, fn func(c *Container)) error {
 	if err := m.save(&next); err != nil {
 		return err
 	}
+	changed := next.State != e.c.State
 	e.c = next
+	if k, ok := next.State.event(); ok && changed {
+		// Under m.mu, so that events leave in the order of the
+		// transitions.
+		m.publish(k, &next)
+	}
 	return nil
+}
+
+// publish tells cfg.Events of a transition of c; it never blocks.
+func (m *Manager) publish(kind events.Kind, c *Container) {
+	if m.cfg.Events == nil {
+		return
+	}
+	m.cfg.Events.Publish(events.Event{Kind: kind, ID: c.ID, SandboxID: c.SandboxID, At: time.Now()})
 }
 
 // locked finds the container id (or a unique prefix) and takes the lock

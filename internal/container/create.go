@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/mount"
@@ -140,6 +141,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	e := &entry{c: *c, exited: make(chan struct{})}
 	m.mu.Lock()
 	m.byID[id] = e
+	m.publish(events.Created, c)
 	m.mu.Unlock()
 	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())
 	return nil

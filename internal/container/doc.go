@@ -7,6 +7,14 @@
 // answer from memory and never ask runc or a monitor, so a hung container
 // cannot slow them.
 //
+// When Config.Events is set, every lifecycle transition is published as a
+// neutral events.Event: created by Create, started by Start, stopped when
+// the exit is recorded (by the watcher after the monitor reports it, even
+// with no RPC running, by a failed Start, or by Stop of an unknown
+// container), deleted by Remove. Becoming Unknown publishes nothing.
+// Events are published while the index lock is held, so they leave in the
+// order of the transitions.
+//
 // Invariants: a record reaches the in-memory index only after it is on disk;
 // a record found on restore in state Creating is a creation the daemon died
 // in and is rolled back; a container whose monitor and exit record are both

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/crib-dev/crib/internal/events"
 )
 
 // State is a container's lifecycle state.
@@ -34,4 +36,16 @@ func (s State) to(next State) error {
 		}
 	}
 	return fmt.Errorf("container state %s cannot become %s: %w", s, next, errdefs.ErrFailedPrecondition)
+}
+
+// event is the lifecycle event of entering s, if it has one. Becoming
+// Unknown has none: nothing is known to have happened to the process.
+func (s State) event() (events.Kind, bool) {
+	switch s {
+	case Running:
+		return events.Started, true
+	case Exited:
+		return events.Stopped, true
+	}
+	return 0, false
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ociruntime"
@@ -156,6 +157,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	m.images.Release(c.ChainIDs)
 	m.mu.Lock()
 	delete(m.byID, c.ID)
+	m.publish(events.Deleted, &c)
 	m.mu.Unlock()
 	m.names.Release(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
 	m.log.Info("container removed", "container", c.ID)

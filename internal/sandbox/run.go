@@ -9,6 +9,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
@@ -135,6 +136,10 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	}
 	m.mu.Lock()
 	m.byID[id] = s
+	// Like containerd: a sandbox that is made is created and started at
+	// once.
+	m.publish(events.Created, id)
+	m.publish(events.Started, id)
 	m.mu.Unlock()
 	m.log.Info("sandbox ready", "sandbox", id, "pod", nameKey(cfg.GetMetadata()))
 	return nil

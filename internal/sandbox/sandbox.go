@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/reserve"
@@ -90,6 +91,9 @@ type Config struct {
 	CgroupDriver string
 	// CgroupParent is where pods go when the kubelet names no cgroup parent.
 	CgroupParent string
+	// Events, when set, is told of every sandbox made ready (created and
+	// started), stopped and removed; nil publishes nothing.
+	Events events.Publisher
 }
 
 // Network is what the Manager needs of pod networking.
@@ -128,6 +132,15 @@ func (m *Manager) lock(id string) func() {
 	mu := v.(*sync.Mutex)
 	mu.Lock()
 	return mu.Unlock
+}
+
+// publish tells cfg.Events of a transition of sandbox id; it never blocks.
+// A sandbox's events name it as both the subject and the pod.
+func (m *Manager) publish(kind events.Kind, id string) {
+	if m.cfg.Events == nil {
+		return
+	}
+	m.cfg.Events.Publish(events.Event{Kind: kind, ID: id, SandboxID: id, At: time.Now()})
 }
 
 func (m *Manager) save(s *Sandbox) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/pause"
@@ -27,7 +28,8 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	if err := m.release(ctx, s, false); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", s.ID, err)
 	}
-	if s.State != NotReady {
+	stopped := s.State != NotReady
+	if stopped {
 		s.State = NotReady
 		s.PausePid, s.PauseStart = 0, 0
 		if err := m.save(s); err != nil {
@@ -38,6 +40,9 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	m.mu.Lock()
 	if cur, ok := m.byID[s.ID]; ok {
 		*cur = *s
+	}
+	if stopped {
+		m.publish(events.Stopped, s.ID)
 	}
 	m.mu.Unlock()
 	return nil
@@ -59,6 +64,11 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	}
 	m.mu.Lock()
 	delete(m.byID, s.ID)
+	if s.State == Ready {
+		// Removed without a Stop: it stopped all the same.
+		m.publish(events.Stopped, s.ID)
+	}
+	m.publish(events.Deleted, s.ID)
 	m.mu.Unlock()
 	m.names.Release(nameKey(s.Config.GetMetadata()), s.ID)
 	m.log.Info("sandbox removed", "sandbox", s.ID)
