@@ -181,3 +181,32 @@ func TestNoHierarchy(t *testing.T) {
 		t.Error("Setup on a directory without cgroups succeeded")
 	}
 }
+
+func TestUpdateQOS(t *testing.T) {
+	tests := []struct {
+		name   string
+		fs     func(*testing.T) string
+		driver string
+		knob   string // of the Burstable cgroup
+		pods   []*corev1.Pod
+		want   string
+	}{
+		{"v1 no pods", fakeV1, "cgroupfs", "cpu/kubepods/burstable/cpu.shares", nil, "2"},
+		{"v1 sums burstable requests only", fakeV1, "cgroupfs", "cpu/kubepods/burstable/cpu.shares",
+			[]*corev1.Pod{pod("a", burstableRes), pod("b", res("1,", "")), pod("c", guaranteedRes), pod("d", bestEffortRes)}, "1126"},
+		{"v2 weight", fakeV2, "systemd", "kubepods.slice/kubepods-burstable.slice/cpu.weight",
+			[]*corev1.Pod{pod("b", res("2,", ""))}, "79"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := tt.fs(t)
+			m := fakeManager(fs, tt.driver)
+			if err := m.UpdateQOS(tt.pods); err != nil {
+				t.Fatal(err)
+			}
+			if got := readKnob(t, filepath.Join(fs, tt.knob)); got != tt.want {
+				t.Errorf("%s = %s, want %s", tt.knob, got, tt.want)
+			}
+		})
+	}
+}

@@ -81,13 +81,12 @@ func (h hierarchies) mkdirLevels(root string, levels []string) error {
 				return err
 			}
 		}
-		if exists(dir) {
-			continue
+		if !exists(dir) {
+			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("create cgroup %s: %w", dir, err)
+			}
 		}
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("create cgroup %s: %w", dir, err)
-		}
-		if cpuset {
+		if cpuset { // also for an existing dir: a crash may have cut its setup short
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 				if err := inherit(parent, dir, f); err != nil {
 					return err

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -71,33 +70,13 @@ func (m *Manager) PodCgroup(pod *corev1.Pod) string {
 }
 
 // Setup creates the root and the Burstable and BestEffort QoS cgroups and
-// gives BestEffort the minimum CPU share. It is idempotent.
+// gives BestEffort the minimum CPU share; Burstable keeps the kernel's
+// default until UpdateQOS. It is idempotent.
 func (m *Manager) Setup() error {
 	if m.err != nil {
 		return m.err
 	}
-	h, err := findHierarchies(m.fs)
-	if err != nil {
-		return err
-	}
-	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
-		if _, err := m.create(h, m.names.qosName(qos)); err != nil {
-			return err
-		}
-	}
-	best, err := m.names.dir(m.names.qosName(corev1.PodQOSBestEffort))
-	if err != nil {
-		return err
-	}
-	if h.unified {
-		err = writeFile(filepath.Join(h.roots[0], best, "cpu.weight"), strconv.FormatUint(sharesToWeight(minShares), 10))
-	} else if cpu := h.with("cpu.shares"); cpu != "" {
-		err = writeFile(filepath.Join(cpu, best, "cpu.shares"), strconv.Itoa(minShares))
-	}
-	if err != nil {
-		return fmt.Errorf("set up qos cgroups: %w", err)
-	}
-	return nil
+	return m.setQOSShares(map[corev1.PodQOSClass]uint64{corev1.PodQOSBestEffort: minShares})
 }
 
 // create makes the named cgroup and its parents in every hierarchy and

@@ -17,7 +17,7 @@ import (
 
 // realManager is a Manager on the host's cgroups under a test root of its
 // own, removed from every hierarchy when the test ends.
-func realManager(t *testing.T) (*Manager, hierarchies, string) {
+func realManager(t *testing.T, driver string) (*Manager, hierarchies) {
 	t.Helper()
 	needRoot(t)
 	h, err := findHierarchies(DefaultFS)
@@ -30,12 +30,30 @@ func realManager(t *testing.T) (*Manager, hierarchies, string) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	root := "crib-podcg-test-" + hex.EncodeToString(b)
+	if driver == "systemd" {
+		root = "cribpodcgtest" + hex.EncodeToString(b) // a dash would nest it in more slices
+	}
+	m := New(Config{Root: root, Driver: driver}, nil)
+	top, err := m.names.dir(m.CgroupParent())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		for _, r := range h.roots {
-			removeAllCgroups(t, filepath.Join(r, root))
+			removeAllCgroups(t, filepath.Join(r, top))
 		}
 	})
-	return New(Config{Root: root, Driver: "cgroupfs"}, nil), h, root
+	return m, h
+}
+
+// dir is the named cgroup's path below a hierarchy's root.
+func dir(t *testing.T, m *Manager, name string) string {
+	t.Helper()
+	d, err := m.names.dir(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // removeAllCgroups rmdirs dir and the cgroups below it, the deepest first.
@@ -55,7 +73,13 @@ func removeAllCgroups(t *testing.T, dir string) {
 }
 
 func TestRealV1(t *testing.T) {
-	m, h, root := realManager(t)
+	for _, driver := range []string{"cgroupfs", "systemd"} {
+		t.Run(driver, func(t *testing.T) { testRealV1(t, driver) })
+	}
+}
+
+func testRealV1(t *testing.T, driver string) {
+	m, h := realManager(t, driver)
 	cpu, mem := h.with("cpu.shares"), h.with("memory.limit_in_bytes")
 	if cpu == "" || mem == "" {
 		t.Skip("no cpu or memory hierarchy")
@@ -66,13 +90,14 @@ func TestRealV1(t *testing.T) {
 		}
 	}
 	for _, r := range h.roots {
-		for _, d := range []string{"burstable", "besteffort"} {
-			if !exists(filepath.Join(r, root, d)) {
-				t.Errorf("%s/%s/%s not made", r, root, d)
+		for _, qos := range []corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
+			if d := dir(t, m, m.names.qosName(qos)); !exists(filepath.Join(r, d)) {
+				t.Errorf("%s%s not made", r, d)
 			}
 		}
 	}
-	if got := readKnob(t, filepath.Join(cpu, root, "besteffort/cpu.shares")); got != "2" {
+	best := dir(t, m, m.names.qosName(corev1.PodQOSBestEffort))
+	if got := readKnob(t, filepath.Join(cpu, best, "cpu.shares")); got != "2" {
 		t.Errorf("besteffort cpu.shares = %s, want 2", got)
 	}
 
@@ -99,6 +124,7 @@ func TestRealV1(t *testing.T) {
 			t.Errorf("EnsurePod(%s) = %q, want %q", tt.uid, name, want)
 		}
 		pods[tt.uid] = name
+		name = dir(t, m, name)
 		got := []string{
 			readKnob(t, filepath.Join(cpu, name, "cpu.shares")),
 			readKnob(t, filepath.Join(cpu, name, "cpu.cfs_quota_us")),
@@ -126,12 +152,21 @@ func TestRealV1(t *testing.T) {
 		t.Errorf("Pods() (-want +got):\n%s", d)
 	}
 
+	// Burstable's shares follow its pods' requests.
+	if err := m.UpdateQOS([]*corev1.Pod{pod("g-1", guaranteedRes), pod("b-1", burstableRes), pod("b-2", burstableRes)}); err != nil {
+		t.Fatal(err)
+	}
+	burst := dir(t, m, m.names.qosName(corev1.PodQOSBurstable))
+	if got := readKnob(t, filepath.Join(cpu, burst, "cpu.shares")); got != "204" {
+		t.Errorf("burstable cpu.shares = %s, want 204", got)
+	}
+
 	// A resize of the Guaranteed pod: new limits on the same cgroup.
 	p := pod("g-1", res("", "2,512Mi"))
 	if _, err := m.EnsurePod(p); err != nil {
 		t.Fatal(err)
 	}
-	name := pods["g-1"]
+	name := dir(t, m, pods["g-1"])
 	if got := readKnob(t, filepath.Join(cpu, name, "cpu.cfs_quota_us")); got != "200000" {
 		t.Errorf("quota after resize = %s, want 200000", got)
 	}
@@ -141,12 +176,13 @@ func TestRealV1(t *testing.T) {
 }
 
 func TestRealRemoveKills(t *testing.T) {
-	m, h, _ := realManager(t)
+	m, h := realManager(t, "cgroupfs")
 	p := pod("b-2", burstableRes)
 	name, err := m.EnsurePod(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	name = dir(t, m, name)
 	// A stray container cgroup below the pod's, with a live process in it
 	// in every hierarchy.
 	for _, r := range h.roots {
