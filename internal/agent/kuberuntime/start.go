@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -119,9 +118,9 @@ func (m *Manager) checkCrashBackoff(env startEnv, c *corev1.Container, hash stri
 	if finished.IsZero() {
 		finished = m.cfg.Clock.Now()
 	}
-	if in, left := m.cfg.CrashBackoff.InBackoffSince(key, finished); in {
+	if in, _ := m.cfg.CrashBackoff.InBackoffSince(key, finished); in {
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-			left.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID)
+			m.cfg.CrashBackoff.Delay(key), c.Name, pod.Name, pod.Namespace, pod.UID)
 		m.setWaiting(string(pod.UID), c.Name, reasonCrashLoopBackOff, msg)
 		return fmt.Errorf("%s: %w", msg, errWaiting)
 	}
