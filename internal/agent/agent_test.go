@@ -1,0 +1,387 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/crib-dev/crib/internal/agent/labels"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/agent/source"
+)
+
+// twoPods is a manifest file with pods "web" and "db".
+const twoPods = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+  volumes:
+  - name: scratch
+    emptyDir: {}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db
+spec:
+  containers:
+  - name: db
+    image: busybox:1.36
+    command: [sleep, "3600"]
+`
+
+// mutating are the CRI calls that change something; the rest only observe.
+var mutating = map[string]bool{
+	"RunPodSandbox": true, "StopPodSandbox": true, "RemovePodSandbox": true,
+	"CreateContainer": true, "StartContainer": true, "StopContainer": true, "RemoveContainer": true,
+	"UpdateContainerResources": true, "ExecSync": true,
+}
+
+// loadPods decodes the manifest as the agent's source would, with defaults
+// and UIDs.
+func loadPods(t *testing.T, manifest string) source.Snapshot {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pods.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := source.LoadFile(path, source.Options{NodeName: "node1"})
+	if err != nil {
+		t.Fatalf("load manifest: %v", err)
+	}
+	return snap
+}
+
+// only returns snap with just the named pods.
+func only(snap source.Snapshot, names ...string) source.Snapshot {
+	out := snap
+	out.Pods = nil
+	for _, p := range snap.Pods {
+		for _, n := range names {
+			if p.Name == n {
+				out.Pods = append(out.Pods, p)
+			}
+		}
+	}
+	return out
+}
+
+func podNamed(t *testing.T, snap source.Snapshot, name string) *corev1.Pod {
+	t.Helper()
+	for _, p := range snap.Pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no pod %q in the snapshot", name)
+	return nil
+}
+
+// runtimeFakes is one runtime that outlives the agents run on it.
+type runtimeFakes struct {
+	rt  *critest.FakeRuntimeService
+	img *critest.FakeImageService
+	clk *clocktesting.FakeClock
+	// root is the agents' Root: a restarted agent has the same files.
+	root string
+}
+
+func newRuntimeFakes(t *testing.T) *runtimeFakes {
+	f := &runtimeFakes{
+		rt:   critest.NewFakeRuntimeService(),
+		img:  critest.NewFakeImageService(),
+		clk:  clocktesting.NewFakeClock(time.Now()),
+		root: t.TempDir(),
+	}
+	f.img.SetFakeImages([]string{"busybox:1.36"})
+	return f
+}
+
+// callsSince returns the runtime's calls after mark.
+func (f *runtimeFakes) callsSince(mark int) []string { return f.rt.GetCalls()[mark:] }
+
+func (f *runtimeFakes) mark() int { return len(f.rt.GetCalls()) }
+
+// podObjects lists the IDs of the sandboxes and containers the runtime
+// holds for a pod UID, and how many containers run.
+func (f *runtimeFakes) podObjects(uid string) (sandboxes, containers []string, running int) {
+	f.rt.Lock()
+	defer f.rt.Unlock()
+	for id, s := range f.rt.Sandboxes {
+		if s.Labels[labels.PodUID] == uid {
+			sandboxes = append(sandboxes, id)
+		}
+	}
+	for id, c := range f.rt.Containers {
+		if c.Labels[labels.PodUID] == uid {
+			containers = append(containers, id)
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				running++
+			}
+		}
+	}
+	sort.Strings(sandboxes)
+	sort.Strings(containers)
+	return sandboxes, containers, running
+}
+
+// running agent under test.
+type runningAgent struct {
+	a     *Agent
+	snaps chan source.Snapshot
+	stop  func()
+}
+
+func (f *runtimeFakes) start(t *testing.T) *runningAgent {
+	t.Helper()
+	root := f.root
+	snaps := make(chan source.Snapshot)
+	a := New(Config{
+		Snapshots: snaps,
+		NodeName:  "node1",
+		Root:      root,
+		PodConfig: podconfig.Options{PodLogRoot: filepath.Join(root, "logs"), NodeName: "node1"},
+		Runtime:   f.rt,
+		Images:    f.img,
+		Clock:     f.clk,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after its context ended")
+		}
+	}
+	t.Cleanup(stop)
+	return &runningAgent{a: a, snaps: snaps, stop: stop}
+}
+
+// send hands the agent a snapshot and returns once the loop has applied
+// it: the second send only completes after the loop is back in its select.
+func (r *runningAgent) send(t *testing.T, snap source.Snapshot) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		select {
+		case r.snaps <- snap:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the agent does not take snapshots")
+		}
+	}
+}
+
+// waitFor polls cond until it holds or a real-time deadline passes. It
+// only waits for goroutines; no timing is asserted.
+func waitFor(t *testing.T, what string, cond func() bool, describe ...func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for _, d := range describe {
+				what += ": " + d()
+			}
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// idle waits until no worker is busy with the pods.
+func (r *runningAgent) idle(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	waitFor(t, "idle pod workers", func() bool {
+		for _, p := range pods {
+			if r.a.workers.Busy(string(p.UID)) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitRunning waits until the pod's containers all run and its status says
+// so.
+func (r *runningAgent) waitRunning(t *testing.T, f *runtimeFakes, pod *corev1.Pod) {
+	t.Helper()
+	waitFor(t, "pod "+pod.Name+" running", func() bool {
+		sbs, _, running := f.podObjects(string(pod.UID))
+		if len(sbs) != 1 || running != len(pod.Spec.Containers) {
+			return false
+		}
+		st, ok := r.a.Store().Get(pod.UID)
+		if !ok || len(st.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+			return false
+		}
+		for _, c := range st.Status.ContainerStatuses {
+			if c.State.Running == nil {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		sbs, cs, running := f.podObjects(string(pod.UID))
+		st, ok := r.a.Store().Get(pod.UID)
+		var status any
+		if ok {
+			status = st.Status
+		}
+		return fmt.Sprintf("sandboxes %v containers %v running %d; stored %v status %+v", sbs, cs, running, ok, status)
+	})
+	r.idle(t, pod)
+}
+
+func mutatingCalls(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if mutating[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func count(calls []string, name string) int {
+	n := 0
+	for _, c := range calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAgentRunsUpdatesAndRemovesPods(t *testing.T) {
+	f := newRuntimeFakes(t)
+	r := f.start(t)
+	snap := only(loadPods(t, twoPods), "web")
+	web := podNamed(t, snap, "web")
+
+	r.send(t, snap)
+	r.waitRunning(t, f, web)
+	st, _ := r.a.Store().Get(web.UID)
+	if st.Status.Phase != corev1.PodRunning || st.Status.PodIP != critest.FakePodSandboxIPs[0] {
+		t.Errorf("status phase %s podIP %q, want Running %s", st.Status.Phase, st.Status.PodIP, critest.FakePodSandboxIPs[0])
+	}
+	calls := f.callsSince(0)
+	if count(calls, "RunPodSandbox") != 1 || count(calls, "CreateContainer") != 1 || count(calls, "StartContainer") != 1 {
+		t.Errorf("calls to run the pod: %v", mutatingCalls(calls))
+	}
+	podDir := filepath.Join(r.a.cfg.Root, "pods", string(web.UID))
+	if _, err := os.Stat(podDir); err != nil {
+		t.Errorf("the pod's volume dir: %v", err)
+	}
+
+	// The same snapshot again: nothing changes.
+	mark := f.mark()
+	r.send(t, snap)
+	r.idle(t, web)
+	if got := mutatingCalls(f.callsSince(mark)); len(got) != 0 {
+		t.Errorf("an identical snapshot made %v", got)
+	}
+
+	// A relist and a resync of a steady pod change nothing either.
+	mark = f.mark()
+	f.clk.Step(10 * time.Second)
+	// One relist (ListPods) and one resync (ObservePod before and after
+	// SyncPod) list sandboxes three times.
+	waitFor(t, "a relist and a resync", func() bool { return count(f.callsSince(mark), "ListPodSandbox") >= 3 })
+	r.idle(t, web)
+	if got := mutatingCalls(f.callsSince(mark)); len(got) != 0 {
+		t.Errorf("relist and resync of a steady pod made %v", got)
+	}
+
+	// The pod leaves the snapshot: stopped and removed everywhere.
+	r.send(t, only(snap))
+	waitFor(t, "the pod removed from the runtime and the store", func() bool {
+		sbs, cs, _ := f.podObjects(string(web.UID))
+		_, inStore := r.a.Store().Get(web.UID)
+		return len(sbs) == 0 && len(cs) == 0 && !inStore
+	})
+	r.idle(t, web)
+	calls = f.callsSince(mark)
+	for _, want := range []string{"StopContainer", "StopPodSandbox", "RemoveContainer", "RemovePodSandbox"} {
+		if count(calls, want) != 1 {
+			t.Errorf("removal made %d %s calls, want 1: %v", count(calls, want), want, mutatingCalls(calls))
+		}
+	}
+	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
+		t.Errorf("the pod's volume dir is still there: %v", err)
+	}
+}
+
+func TestAgentAdoptsAndCleansUpAfterRestart(t *testing.T) {
+	f := newRuntimeFakes(t)
+	snap := loadPods(t, twoPods)
+	web, db := podNamed(t, snap, "web"), podNamed(t, snap, "db")
+
+	first := f.start(t)
+	first.send(t, snap)
+	first.waitRunning(t, f, web)
+	first.waitRunning(t, f, db)
+	first.stop()
+	_, dbContainers, _ := f.podObjects(string(db.UID))
+
+	// A new agent whose first snapshot only has db.
+	mark := f.mark()
+	second := f.start(t)
+	second.send(t, only(snap, "db"))
+	waitFor(t, "web removed from the runtime", func() bool {
+		sbs, cs, _ := f.podObjects(string(web.UID))
+		return len(sbs) == 0 && len(cs) == 0
+	})
+	second.waitRunning(t, f, db)
+	second.idle(t, web, db)
+
+	calls := f.callsSince(mark)
+	for _, bad := range []string{"RunPodSandbox", "CreateContainer", "StartContainer"} {
+		if n := count(calls, bad); n != 0 {
+			t.Errorf("after the restart: %d %s calls, want none (db is adopted): %v", n, bad, mutatingCalls(calls))
+		}
+	}
+	if n := count(calls, "StopContainer"); n != 1 {
+		t.Errorf("after the restart: %d StopContainer calls, want 1 (web's): %v", n, mutatingCalls(calls))
+	}
+	if _, cs, running := f.podObjects(string(db.UID)); !equalStrings(cs, dbContainers) || running != 1 {
+		t.Errorf("db containers %v (running %d), want the same %v still running", cs, running, dbContainers)
+	}
+	if _, ok := second.a.Store().Get(web.UID); ok {
+		t.Errorf("web is in the new agent's store")
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
