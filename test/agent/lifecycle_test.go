@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -53,17 +54,31 @@ func testInitContainers(t *testing.T, s *suite) {
 }
 
 // testCrashLoopAlways: an app that exits 1 at once is restarted with
-// backoff: CrashLoopBackOff, a climbing restart count, and its last state.
+// backoff: CrashLoopBackOff naming a doubling delay (1s, 2s, 4s with the
+// suite's backoff), a climbing restart count, and its last state.
 func testCrashLoopAlways(t *testing.T, s *suite) {
 	const name = "crash-always"
 	s.h.writePod(t, podSpec(name, s.env.shell("app", "exit 1")))
-	var reasons transitions
-	p := s.h.waitFor(t, name, "restart count >= 3", longWait, func(p *corev1.Pod) bool {
+	var reasons, delays transitions
+	readyInBackoff := false
+	p := s.h.waitFor(t, name, "restart count >= 3, back-off up to 4s", longWait, func(p *corev1.Pod) bool {
 		reasons.see(waitingReason(p, "app"))
-		return restarts(p, "app") >= 3
+		if waitingReason(p, "app") == "CrashLoopBackOff" {
+			delays.see(backoffDelay(containerStatus(p, "app").State.Waiting.Message))
+			if condition(p, corev1.PodReady) == corev1.ConditionTrue {
+				readyInBackoff = true
+			}
+		}
+		return restarts(p, "app") >= 3 && delays.has("4s")
 	})
 	if !reasons.has("CrashLoopBackOff") {
 		t.Errorf("waiting reasons seen %v, want CrashLoopBackOff among them", reasons)
+	}
+	if !delays.has("1s", "2s", "4s") {
+		t.Errorf("back-off delays seen %v, want 1s, 2s, 4s in that order", delays)
+	}
+	if readyInBackoff {
+		t.Errorf("the pod was Ready while its only container waited in CrashLoopBackOff")
 	}
 	last := containerStatus(p, "app").LastTerminationState.Terminated
 	if last == nil {
@@ -75,9 +90,15 @@ func testCrashLoopAlways(t *testing.T, s *suite) {
 	if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
 		t.Errorf("phase %s of a crash-looping pod with restartPolicy Always", p.Status.Phase)
 	}
-	if got := condition(p, corev1.PodReady); got != corev1.ConditionFalse {
-		t.Errorf("Ready %q, want False", got)
+}
+
+// backoffDelay is the "4s" of "back-off 4s restarting failed container=...".
+func backoffDelay(msg string) string {
+	f := strings.Fields(msg)
+	if len(f) < 2 || f[0] != "back-off" {
+		return ""
 	}
+	return f[1]
 }
 
 // testOnFailureSucceeded: exit 0 under OnFailure is final: phase
