@@ -3,6 +3,7 @@ package podcgroup
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,4 +71,15 @@ func touch(t *testing.T, dir string, files ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// alive reports whether pid runs: it exists and is no zombie waiting for
+// a parent (not this test) to reap it.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
