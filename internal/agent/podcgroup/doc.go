@@ -7,11 +7,14 @@
 // (PodLimits: cpu shares from requests, CFS quota and memory limit when
 // every container declares one, as ResourceConfigForPod computes them) and
 // is the CgroupParent podconfig gives the sandbox, so that the runtime puts
-// every container of the pod beneath it.
+// every container of the pod beneath it. UpdateQOS gives the Burstable
+// cgroup the shares of its pods' summed CPU requests, as the kubelet's QoS
+// manager does; the root itself gets no node-allocatable limits.
 //
 // It owns those directories and nothing else: it never touches the
 // containers' own cgroups except to kill stray processes in them and
-// remove them when the pod's cgroup goes, and it does not talk to systemd.
+// remove them when the pod's cgroup goes (RemovePod waits up to about five
+// seconds for killed processes to leave), and it does not talk to systemd.
 // With the systemd driver it uses systemd's naming (kubepods.slice,
 // kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice, dashes of
 // the UID turned into underscores) but creates the slice directories with
