@@ -33,6 +33,26 @@ func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 	return resp, nil
 }
 
+// StreamInterceptor is Interceptor for streaming RPCs: it logs each stream
+// once when it ends, gives its error a gRPC code and turns a panic into
+// Internal.
+func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("rpc panicked", "rpc", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+			err = status.Errorf(codes.Internal, "%s: internal error: %v", info.FullMethod, r)
+		}
+	}()
+	if err = handler(srv, ss); err != nil {
+		err = toStatus(err)
+		s.log.Error("rpc failed", "rpc", info.FullMethod, "err", err, "duration", time.Since(start))
+		return err
+	}
+	s.log.Debug("rpc", "rpc", info.FullMethod, "duration", time.Since(start))
+	return nil
+}
+
 // codeTable maps error classes to gRPC codes, first match wins.
 var codeTable = []struct {
 	is   func(error) bool

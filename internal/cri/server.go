@@ -6,6 +6,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/stats"
@@ -68,14 +69,25 @@ type Server struct {
 	network    Network
 	streams    Streams
 	log        *slog.Logger
+	// events is where the managers' lifecycle events arrive, nil when
+	// the runtime offers none; pods is what GetContainerEvents describes
+	// them with.
+	events *events.Broadcaster[events.Event]
+	pods   podSource
 	// cpuRates holds the previous CPU reading of each container and pod,
 	// keyed by id, for the CPU rates of the stats RPCs.
 	cpuRates stats.Rates
 }
 
-// New returns a Server over the given managers.
-func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, streams Streams, log *slog.Logger) *Server {
-	return &Server{info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, streams: streams, log: log}
+// New returns a Server over the given managers. evs carries the managers'
+// lifecycle events to GetContainerEvents; nil makes that RPC Unimplemented.
+func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, streams Streams, evs *events.Broadcaster[events.Event], log *slog.Logger) *Server {
+	return &Server{
+		info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, streams: streams,
+		events: evs,
+		pods:   podSource{sandbox: sandboxes.Get, sandboxes: sandboxes.List, containers: containers.List},
+		log:    log,
+	}
 }
 
 var (

@@ -19,6 +19,7 @@ import (
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
+	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/network"
@@ -43,7 +44,10 @@ type Daemon struct {
 	server  *cri.Server
 	streams *streaming.Server
 	grpc    *grpc.Server
-	ready   chan struct{}
+	// events carries the managers' lifecycle events to the CRI's
+	// GetContainerEvents streams.
+	events *events.Broadcaster[events.Event]
+	ready  chan struct{}
 }
 
 // New returns a daemon for cfg; self is the path of the crib binary, run
@@ -109,12 +113,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := pods.Start(netctx); err != nil {
 		return err
 	}
+	// Nobody subscribes before the socket is served, so what Restore
+	// publishes goes nowhere: a new subscriber relists instead.
+	d.events = events.NewBroadcaster[events.Event](events.DefaultBuffer)
+	defer d.events.Close()
 	sandboxes := sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
 		Self:         d.self,
 		ShmSize:      d.cfg.ShmSize,
 		CgroupDriver: d.cfg.CgroupDriver,
 		CgroupParent: d.cfg.CgroupParent,
+		Events:       d.events,
 	}, d.db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
@@ -131,6 +140,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		OOMScoreAdjMin:    oomScoreAdjMin(),
 		HostCaps:          hostCaps,
 		Hugetlb:           hasController("hugetlb"),
+		Events:            d.events,
 	}, d.db, images, sandboxes, d.log)
 	if err := sandboxes.Restore(ctx); err != nil {
 		return err
@@ -154,7 +164,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		Version:      Version,
 		CgroupDriver: d.cfg.CgroupDriver,
 		Handlers:     handlers,
-	}, sandboxes, containers, images, pods, d.streams, d.log)
+	}, sandboxes, containers, images, pods, d.streams, d.events, d.log)
 	return d.serve(ctx)
 }
 
@@ -165,6 +175,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 	}
 	d.grpc = grpc.NewServer(
 		grpc.UnaryInterceptor(d.server.Interceptor),
+		grpc.StreamInterceptor(d.server.StreamInterceptor),
 		grpc.MaxRecvMsgSize(16<<20),
 		// ExecSync answers with up to 16 MiB of stdout and as much of
 		// stderr, plus the message's own framing.
@@ -193,6 +204,9 @@ func (d *Daemon) serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	d.log.Info("crib is shutting down; containers keep running")
+	// Event streams last as long as their callers: end them, or the
+	// graceful stop would wait for them.
+	d.events.Close()
 	stopped := make(chan struct{})
 	go func() { d.grpc.GracefulStop(); close(stopped) }()
 	select {
