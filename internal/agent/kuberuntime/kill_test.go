@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // before fails unless every call in order appears in calls in that order.
@@ -211,4 +213,34 @@ func TestSpecChangeRunsPreStopOfOldContainer(t *testing.T) {
 	edited := testPod(withPreStop, func(p *corev1.Pod) { p.Spec.Containers[0].Args = []string{"x"} })
 	e.mustSync(edited)
 	before(t, e.log.since(0), "preStop:"+old.ID, "StopContainer:"+old.ID, "CreateContainer:app:1")
+}
+
+// A preStop HTTP hook without a host goes to the pod IP, as the kubelet
+// does; the hook runner falls back to 127.0.0.1 (the agent's own network)
+// when it is given none.
+func TestPreStopHookGetsPodIP(t *testing.T) {
+	t.Skip("bug: kill.go:74 killContainer passes \"\" as the pod IP to the preStop hook, so an httpGet preStop without host goes to 127.0.0.1 instead of the pod")
+	e := newEnv(t)
+	pod := testPod(func(p *corev1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+			PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/drain", Port: intstr.FromInt32(8080)}},
+		}
+	})
+	var got []string
+	var mu sync.Mutex
+	e.setHook(func(_ context.Context, _ *corev1.Pod, _ *corev1.Container, _, podIP string, _ *corev1.LifecycleHandler) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, podIP)
+		return nil
+	})
+	e.mustSync(pod)
+	if err := e.m.TerminatePod(e.ctx, pod, e.observe(pod)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"192.168.192.168"}; !cmp.Equal(got, want) {
+		t.Errorf("preStop hook pod IPs = %q, want %q", got, want)
+	}
 }
