@@ -32,6 +32,7 @@ var parallelScenarios = []scenario{
 	{"DeletedManifestTearsDown", testTeardown},
 	{"InvalidManifestIsolated", testInvalidManifest},
 	{"ConfigMapSecretVolumesEnv", testConfigMapSecret},
+	{"RejectedEditKeepsData", testRejectedEditKeepsData},
 	{"ImagePullNever", testPullNever},
 	{"ImagePullBackOff", testPullBackOff},
 }
