@@ -488,3 +488,114 @@ func TestAgentRelistDuringSyncIsNotLost(t *testing.T) {
 			n, mutatingCalls(f.callsSince(mark)))
 	}
 }
+
+// exitContainer makes the pod's only running container exit with code at
+// the fake clock's now, and returns its ID.
+func (f *runtimeFakes) exitContainer(t *testing.T, uid string, code int32) string {
+	t.Helper()
+	f.rt.Lock()
+	defer f.rt.Unlock()
+	for id, c := range f.rt.Containers {
+		if c.Labels[labels.PodUID] == uid && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+			c.ExitCode = code
+			c.Reason = "Error"
+			c.FinishedAt = f.clk.Now().UnixNano()
+			return id
+		}
+	}
+	t.Fatalf("no running container of pod %s", uid)
+	return ""
+}
+
+func containerStatus(r *runningAgent, pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
+	st, ok := r.a.Store().Get(pod.UID)
+	if !ok {
+		return corev1.ContainerStatus{}, false
+	}
+	for _, c := range st.Status.ContainerStatuses {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return corev1.ContainerStatus{}, false
+}
+
+func TestAgentCrashLoop(t *testing.T) {
+	f := newRuntimeFakes(t)
+	r := f.start(t)
+	snap := only(loadPods(t, twoPods), "web")
+	web := podNamed(t, snap, "web")
+	uid := string(web.UID)
+	r.send(t, snap)
+	r.waitRunning(t, f, web)
+
+	// The first crash restarts at once, on the next relist.
+	f.exitContainer(t, uid, 1)
+	f.clk.Step(time.Second)
+	waitFor(t, "the first restart", func() bool {
+		c, ok := containerStatus(r, web, "app")
+		return ok && c.RestartCount == 1 && c.State.Running != nil
+	})
+	r.idle(t, web)
+
+	// The second waits 10s from its exit in CrashLoopBackOff.
+	f.exitContainer(t, uid, 1)
+	f.clk.Step(time.Second)
+	waitFor(t, "CrashLoopBackOff", func() bool {
+		c, ok := containerStatus(r, web, "app")
+		return ok && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff"
+	}, func() string {
+		c, _ := containerStatus(r, web, "app")
+		return fmt.Sprintf("%+v", c)
+	})
+	r.idle(t, web)
+	c, _ := containerStatus(r, web, "app")
+	if c.RestartCount != 1 || c.LastTerminationState.Terminated == nil || c.LastTerminationState.Terminated.ExitCode != 1 {
+		t.Errorf("status in backoff = %+v, want restart count 1 and the last exit code 1", c)
+	}
+	if n := count(f.callsSince(0), "CreateContainer"); n != 2 {
+		t.Errorf("CreateContainer calls in backoff = %d, want 2", n)
+	}
+
+	// Past the backoff the pod's requeue (or a resync) restarts it.
+	f.clk.Step(10 * time.Second)
+	waitFor(t, "the restart after the backoff", func() bool {
+		c, ok := containerStatus(r, web, "app")
+		return ok && c.RestartCount == 2 && c.State.Running != nil
+	})
+	r.idle(t, web)
+	if n := count(f.callsSince(0), "CreateContainer"); n != 3 {
+		t.Errorf("CreateContainer calls = %d, want 3", n)
+	}
+}
+
+func TestAgentManifestEditReplacesContainer(t *testing.T) {
+	f := newRuntimeFakes(t)
+	r := f.start(t)
+	snap := only(loadPods(t, twoPods), "web")
+	web := podNamed(t, snap, "web")
+	r.send(t, snap)
+	r.waitRunning(t, f, web)
+	_, before, _ := f.podObjects(string(web.UID))
+
+	edited := web.DeepCopy()
+	edited.Spec.Containers[0].Command = []string{"sleep", "7200"}
+	snap2 := snap
+	snap2.Pods = []*corev1.Pod{edited}
+	mark := f.mark()
+	r.send(t, snap2)
+	waitFor(t, "the edited container running", func() bool {
+		c, ok := containerStatus(r, edited, "app")
+		return ok && c.RestartCount == 1 && c.State.Running != nil
+	})
+	r.idle(t, edited)
+	calls := mutatingCalls(f.callsSince(mark))
+	if want := []string{"StopContainer", "CreateContainer", "StartContainer"}; !equalStrings(calls, want) {
+		t.Errorf("calls after the edit = %v, want %v", calls, want)
+	}
+	sbs, after, running := f.podObjects(string(web.UID))
+	if len(sbs) != 1 || running != 1 || len(after) != len(before)+1 {
+		t.Errorf("after the edit: sandboxes %v containers %v running %d, want the same sandbox and one live container", sbs, after, running)
+	}
+}
