@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/containerd/errdefs"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -20,13 +21,20 @@ import (
 // containers as they are when the response is built, which is at or after
 // the event. A caller that reads too slowly to keep up loses its stream
 // (ResourceExhausted) rather than hold the runtime up; it should subscribe
-// again and relist. Shutdown ends every stream with Unavailable.
+// again and relist. Shutdown ends every stream with Unavailable. The
+// stream's headers are sent once the subscription is in place.
 func (s *Server) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream runtimeapi.RuntimeService_GetContainerEventsServer) error {
 	if s.events == nil {
 		return fmt.Errorf("container events: %w", errdefs.ErrNotImplemented)
 	}
 	sub := s.events.Subscribe()
 	defer sub.Close()
+	// Headers go out now rather than with the first event: a caller that
+	// waits for them (ClientStream.Header) knows that it misses nothing
+	// from then on.
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return nil // the caller is gone
+	}
 	// Known sandboxes are read after subscribing, so that every sandbox
 	// this stream may hear of is either known now or announced later.
 	es := newEventStream(s.pods)

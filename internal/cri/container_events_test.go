@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -206,6 +207,8 @@ type fakeEventsServer struct {
 }
 
 func (f *fakeEventsServer) Context() context.Context { return f.ctx }
+
+func (f *fakeEventsServer) SendHeader(metadata.MD) error { return nil }
 
 func (f *fakeEventsServer) Send(r *runtimeapi.ContainerEventResponse) error {
 	if f.entered != nil {
