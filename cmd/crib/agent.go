@@ -31,6 +31,7 @@ type agentFlags struct {
 	podLogRoot *string
 	nodeName   *string
 	status     *string
+	cgroups    *string
 }
 
 func addAgentFlags(fs *flag.FlagSet, statusDefault string) agentFlags {
@@ -47,6 +48,7 @@ func addAgentFlags(fs *flag.FlagSet, statusDefault string) agentFlags {
 		podLogRoot: fs.String("pod-log-root", "/var/log/pods", "where container logs go"),
 		nodeName:   fs.String("node-name", "", "this node's name (default the hostname)"),
 		status:     fs.String("status-address", statusDefault, "address of the read-only status API (empty: none)"),
+		cgroups:    fs.String("cgroup-driver", "", `pod cgroups per QoS class under /kubepods: "cgroupfs" or "systemd" (default the runtime configuration's), "none" leaves them to the runtime`),
 	}
 }
 
@@ -93,15 +95,26 @@ func (f agentFlags) resolve(fs *flag.FlagSet, stderr io.Writer) (agentSetup, err
 		opts.HostDNS = podconfig.ParseResolvConf(data)
 	}
 	opts.NodeMemoryBytes, opts.NodeMilliCPU = nodeCapacity()
+	driver := *f.cgroups
+	switch driver {
+	case "":
+		driver = cfg.CgroupDriver
+	case "none":
+		driver = ""
+	case "cgroupfs", "systemd":
+	default:
+		return agentSetup{}, fmt.Errorf("--cgroup-driver %q: want cgroupfs, systemd or none", driver)
+	}
 	return agentSetup{
 		cfg: cfg,
 		log: log,
 		agent: agent.Config{
-			NodeName:   node,
-			Root:       root,
-			PodConfig:  opts,
-			StatusAddr: *f.status,
-			Log:        log,
+			NodeName:     node,
+			Root:         root,
+			PodConfig:    opts,
+			StatusAddr:   *f.status,
+			CgroupDriver: driver,
+			Log:          log,
 		},
 		remote: *f.endpoint,
 	}, nil

@@ -30,6 +30,11 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// Signals are caught from the start: one that comes while the runtime
+	// starts up still asks for an orderly teardown.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return 2
@@ -71,7 +76,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- a.Run(agentCtx) }()
 
-	code := watchRun(a, snap, snapshots, setup.agent.PodConfig.PodLogRoot, stdout, stderr)
+	code := watchRun(a, snap, snapshots, signals, setup.agent.PodConfig.PodLogRoot, stdout, stderr)
 	stopAgent()
 	<-agentDone
 	stopRuntime()
@@ -83,10 +88,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 // turning signals and finished pods into a teardown. It returns the exit
 // code: 0 when every pod succeeded or was stopped, 1 when one failed, 130
 // on a second interrupt.
-func watchRun(a *agent.Agent, snap source.Snapshot, snapshots chan<- source.Snapshot, logRoot string, stdout, stderr io.Writer) int {
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
+func watchRun(a *agent.Agent, snap source.Snapshot, snapshots chan<- source.Snapshot, signals <-chan os.Signal, logRoot string, stdout, stderr io.Writer) int {
 	logs := newLogFollower(logRoot, stdout, stderr, len(snap.Pods) > 1)
 	phases := map[string]corev1.PodPhase{}
 	tick := time.NewTicker(100 * time.Millisecond)

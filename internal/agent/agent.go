@@ -16,6 +16,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/backoff"
 	"github.com/crib-dev/crib/internal/agent/kuberuntime"
+	"github.com/crib-dev/crib/internal/agent/podcgroup"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/agent/podworker"
 	"github.com/crib-dev/crib/internal/agent/prober"
@@ -40,6 +41,11 @@ type Config struct {
 	PodConfig podconfig.Options
 	// StatusAddr is the status API's TCP address; empty serves none.
 	StatusAddr string
+	// CgroupDriver, when set ("cgroupfs" or "systemd", as the runtime's),
+	// has the agent make each pod's cgroup under CgroupRoot per QoS
+	// class, as the kubelet does; empty leaves pod cgroups to the runtime.
+	CgroupDriver string
+	CgroupRoot   string // "kubepods"
 
 	Runtime internalapi.RuntimeService
 	Images  internalapi.ImageManagerService
@@ -62,6 +68,7 @@ type Agent struct {
 	events  *status.Events
 	metrics *status.Metrics
 	volumes *volume.Manager
+	cgroups *podcgroup.Manager // nil without CgroupDriver
 
 	// Built in Run.
 	rt      *kuberuntime.Manager
@@ -111,7 +118,16 @@ func New(cfg Config) *Agent {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	var cgroups *podcgroup.Manager
+	if cfg.CgroupDriver != "" {
+		if cfg.CgroupRoot == "" {
+			cfg.CgroupRoot = "kubepods"
+		}
+		cgroups = podcgroup.New(podcgroup.Config{Root: cfg.CgroupRoot, Driver: cfg.CgroupDriver}, cfg.Log)
+		cfg.PodConfig.CgroupParent = cgroups.CgroupParent()
+	}
 	return &Agent{
+		cgroups:      cgroups,
 		cfg:          cfg,
 		log:          cfg.Log,
 		store:        status.NewStore(),
@@ -141,6 +157,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.Runtime == nil || a.cfg.Images == nil {
 		return errors.New("agent: no runtime")
 	}
+	var cgroups kuberuntime.Cgroups
+	if a.cgroups != nil {
+		if err := a.cgroups.Setup(); err != nil {
+			return fmt.Errorf("agent: pod cgroups: %w", err)
+		}
+		cgroups = a.cgroups
+	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	a.workers = podworker.New(workCtx, a.syncPod, a.cfg.Clock)
@@ -155,6 +178,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		Runtime:      a.cfg.Runtime,
 		Images:       a.cfg.Images,
 		Volumes:      a.volumes,
+		Cgroups:      cgroups,
 		Probes:       a.probes,
 		Recorder:     a.events,
 		Hooks:        a.probes.RunHandler,
@@ -380,6 +404,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)
 		}
 	}
+	a.removeStrayCgroups()
 	if now := a.cfg.Clock.Now(); now.Sub(a.lastUsageCheck) >= usageCheckInterval {
 		a.lastUsageCheck = now
 		a.checkVolumeUsage()
@@ -420,4 +445,30 @@ func allRunning(st corev1.PodStatus) bool {
 		}
 	}
 	return true
+}
+
+// removeStrayCgroups removes pod cgroups that neither a manifest nor the
+// runtime accounts for, such as those of a pod torn down while the agent
+// was not running.
+func (a *Agent) removeStrayCgroups() {
+	if a.cgroups == nil {
+		return
+	}
+	pods, err := a.cgroups.Pods()
+	if err != nil {
+		a.log.Warn("list pod cgroups", "err", err)
+		return
+	}
+	for uid := range pods {
+		a.mu.Lock()
+		_, wanted := a.desired[uid]
+		_, running := a.fingerprints[uid]
+		a.mu.Unlock()
+		if wanted || running || a.workers.Busy(uid) {
+			continue
+		}
+		if err := a.cgroups.RemovePod(uid); err != nil {
+			a.log.Warn("remove a stray pod cgroup", "uid", uid, "err", err)
+		}
+	}
 }

@@ -142,6 +142,11 @@ func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRunt
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if m.cfg.Cgroups != nil {
+		if err := m.cfg.Cgroups.RemovePod(pr.UID); err != nil {
+			return fmt.Errorf("remove cgroup of pod %s: %w", pr.UID, err)
+		}
+	}
 	if err := m.cfg.Volumes.Remove(ctx, pr.UID); err != nil {
 		return fmt.Errorf("remove volumes of pod %s: %w", pr.UID, err)
 	}

@@ -28,6 +28,13 @@ type Volumes interface {
 	TerminationMessagePath(uid, container string, restartCount uint32) (string, error)
 }
 
+// Cgroups makes and removes the pod-level cgroups the kubelet keeps per
+// QoS class; EnsurePod returns the cgroup the sandbox config names.
+type Cgroups interface {
+	EnsurePod(pod *corev1.Pod) (string, error)
+	RemovePod(uid string) error
+}
+
 // Probes answers for the probe results of running containers.
 type Probes interface {
 	Result(containerID string, k prober.Kind) prober.Result
@@ -41,9 +48,12 @@ type Recorder interface {
 // Config holds a Manager's collaborators. Every field but Log, Probes and
 // Recorder is required.
 type Config struct {
-	Runtime  internalapi.RuntimeService
-	Images   internalapi.ImageManagerService
-	Volumes  Volumes
+	Runtime internalapi.RuntimeService
+	Images  internalapi.ImageManagerService
+	Volumes Volumes
+	// Cgroups, when set, makes each pod's cgroup before its sandbox; nil
+	// leaves pod cgroups to the runtime.
+	Cgroups  Cgroups
 	Probes   Probes
 	Recorder Recorder
 	// Hooks runs a lifecycle handler (postStart, preStop) in a container.

@@ -78,6 +78,17 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		return res
 	}
 
+	if m.cfg.Cgroups != nil {
+		// Every sync, so that a resized pod's limits follow its spec.
+		if _, err := m.cfg.Cgroups.EnsurePod(pod); err != nil {
+			if act.CreateSandbox {
+				res.SandboxError = err.Error()
+				res.Err = fmt.Errorf("pod cgroup: %w", err)
+				return res
+			}
+			m.cfg.Log.Warn("update pod cgroup", "pod", podKey(pod), "err", err)
+		}
+	}
 	volumes, err := m.cfg.Volumes.Prepare(ctx, pod, data.ConfigMaps, data.Secrets)
 	if err != nil {
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
