@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -597,5 +598,51 @@ func TestAgentManifestEditReplacesContainer(t *testing.T) {
 	sbs, after, running := f.podObjects(string(web.UID))
 	if len(sbs) != 1 || running != 1 || len(after) != len(before)+1 {
 		t.Errorf("after the edit: sandboxes %v containers %v running %d, want the same sandbox and one live container", sbs, after, running)
+	}
+}
+
+func TestAgentImagePullBackOff(t *testing.T) {
+	f := newRuntimeFakes(t)
+	f.img.SetFakeImages(nil)
+	f.img.InjectError("PullImage", errors.New("registry down"))
+	f.img.InjectError("PullImage", errors.New("registry down"))
+	r := f.start(t)
+	snap := only(loadPods(t, twoPods), "web")
+	web := podNamed(t, snap, "web")
+	waiting := func(reason string) func() bool {
+		return func() bool {
+			c, ok := containerStatus(r, web, "app")
+			return ok && c.State.Waiting != nil && c.State.Waiting.Reason == reason
+		}
+	}
+	pulls := func() int {
+		f.img.Lock()
+		defer f.img.Unlock()
+		return count(f.img.Called, "PullImage")
+	}
+
+	r.send(t, snap)
+	waitFor(t, "ErrImagePull", waiting("ErrImagePull"))
+	r.idle(t, web)
+	if n := pulls(); n != 1 {
+		t.Fatalf("PullImage calls = %d, want 1", n)
+	}
+
+	// The error requeue (1s) finds the pull in backoff.
+	f.clk.Step(time.Second)
+	waitFor(t, "ImagePullBackOff", waiting("ImagePullBackOff"))
+	r.idle(t, web)
+	if n := pulls(); n != 1 {
+		t.Fatalf("PullImage calls in backoff = %d, want 1", n)
+	}
+
+	// Past 10s: pulls again (and fails, 20s now), then past 20s it runs.
+	f.clk.Step(10 * time.Second)
+	waitFor(t, "a second pull", func() bool { return pulls() == 2 })
+	r.idle(t, web)
+	f.clk.Step(21 * time.Second)
+	r.waitRunning(t, f, web)
+	if n := pulls(); n != 3 {
+		t.Errorf("PullImage calls = %d, want 3", n)
 	}
 }
