@@ -82,7 +82,10 @@ func TestCrictlEvents(t *testing.T) {
 	// crictl subscribes on its own time: make pods until it reports any
 	// event (all of them a probe's; the checks below skip the rest).
 	probe := podJSON("probe")
-	for subscribed := false; !subscribed; {
+	for i, subscribed := 0, false; !subscribed; i++ {
+		if i == 30 {
+			t.Fatal("crictl events reported none of 30 pods")
+		}
 		id := strings.TrimSpace(c.run("runp", probe))
 		c.run("rmp", "-f", id)
 		select {
