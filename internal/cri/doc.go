@@ -4,7 +4,10 @@
 // It converts CRI messages to calls on the sandbox, container and image
 // managers and their results back to CRI messages, and nothing else:
 // validation of a request's content lives with the manager that owns the
-// object. instrument.go logs every RPC once and is the one place where
-// error classes (github.com/containerd/errdefs) become gRPC codes; a panic
-// in a handler becomes an Internal error, never a dead daemon.
+// object. GetContainerEvents (container_events.go) turns the managers'
+// neutral lifecycle events (package events) into CRI events, each with the
+// pod's sandbox status and its containers' statuses. instrument.go logs
+// every RPC once, streams included, and is the one place where error
+// classes (github.com/containerd/errdefs) become gRPC codes; a panic in a
+// handler becomes an Internal error, never a dead daemon.
 package cri
