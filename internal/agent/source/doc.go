@@ -40,8 +40,10 @@
 // path, volume modes, requests from limits; a Secret's stringData is merged
 // into data. The manifest's status is replaced by phase Pending.
 //
-// Watching: a Watcher sends the first snapshot at once, then one after
-// every burst of file system events has been quiet for 10 ms, and rescans
+// Watching: a Watcher sends the first snapshot at once; at the first event
+// of a burst it sends what is new (pods, ConfigMaps, Secrets that were not
+// there), so a new pod starts without waiting; then, once the burst has
+// been quiet for 10 ms, the whole snapshot with edits and removals. It rescans
 // every 20 s (Options.RescanInterval) for what events cannot show, such as
 // an edited symlink target. The watcher is careful with removals: a file it
 // rejects keeps the pods it last defined (as an API server keeps an object

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/fsnotify/fsnotify"
+	corev1 "k8s.io/api/core/v1"
 )
 
 const (
@@ -92,6 +94,9 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Snapshot) error {
 			now := time.Now()
 			if burstStart.IsZero() {
 				burstStart = now
+				// A new pod needs no settling: take what is new at
+				// once, and everything else when the burst is over.
+				err = st.scanAdditions(ctx, out)
 			}
 			if now.Sub(burstStart) < maxSettle {
 				settleTimer.Reset(settle)
@@ -276,5 +281,58 @@ func (st *watchState) holdRemovals(snap *Snapshot) {
 			st.removalArmed = true
 			st.removalTimer.Reset(wait)
 		}
+	}
+}
+
+// scanAdditions sends a snapshot that adds the pods, ConfigMaps and Secrets
+// which appeared since the last one, and changes nothing else: at the
+// start of a burst of changes, files may be half-written, so edits and
+// removals wait for the burst to settle while a new pod starts at once.
+func (st *watchState) scanAdditions(ctx context.Context, out chan<- Snapshot) error {
+	if !st.sent {
+		return nil
+	}
+	st.ensureWatch()
+	snap := Load(st.w.dir, st.w.opts)
+	next := Snapshot{
+		Pods:       append([]*corev1.Pod(nil), st.last.Pods...),
+		ConfigMaps: maps.Clone(st.last.ConfigMaps),
+		Secrets:    maps.Clone(st.last.Secrets),
+		Errors:     st.last.Errors,
+	}
+	known := map[string]bool{}
+	for _, p := range st.last.Pods {
+		known[Key(p.Namespace, p.Name)] = true
+	}
+	added := false
+	for _, p := range snap.Pods {
+		if !known[Key(p.Namespace, p.Name)] {
+			next.Pods = append(next.Pods, p)
+			added = true
+		}
+	}
+	for k, v := range snap.ConfigMaps {
+		if _, ok := next.ConfigMaps[k]; !ok {
+			next.ConfigMaps[k] = v
+			added = true
+		}
+	}
+	for k, v := range snap.Secrets {
+		if _, ok := next.Secrets[k]; !ok {
+			next.Secrets[k] = v
+			added = true
+		}
+	}
+	if !added {
+		return nil
+	}
+	next.sort()
+	st.w.log.Debug("manifest additions", "dir", st.w.dir, "pods", len(next.Pods))
+	select {
+	case out <- next:
+		st.last = next
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
