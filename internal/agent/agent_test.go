@@ -646,3 +646,45 @@ func TestAgentImagePullBackOff(t *testing.T) {
 		t.Errorf("PullImage calls = %d, want 3", n)
 	}
 }
+
+const livenessPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: live
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+    livenessProbe:
+      exec:
+        command: [cat, /tmp/healthy]
+      periodSeconds: 1
+      failureThreshold: 1
+`
+
+func TestAgentLivenessFailureRestartsContainer(t *testing.T) {
+	f := newRuntimeFakes(t)
+	r := f.start(t)
+	snap := loadPods(t, livenessPod)
+	pod := podNamed(t, snap, "live")
+	r.send(t, snap)
+	r.waitRunning(t, f, pod)
+	_, before, _ := f.podObjects(string(pod.UID))
+
+	// The next probe fails; later ones pass.
+	f.rt.InjectError("ExecSync", errors.New("cat: can't open '/tmp/healthy'"))
+	waitFor(t, "a restart after the liveness failure", func() bool {
+		f.clk.Step(time.Second) // the probe's period
+		c, ok := containerStatus(r, pod, "app")
+		return ok && c.RestartCount == 1 && c.State.Running != nil
+	})
+	r.idle(t, pod)
+	sbs, after, running := f.podObjects(string(pod.UID))
+	if len(sbs) != 1 || running != 1 || len(after) != len(before)+1 {
+		t.Errorf("after the restart: sandboxes %v containers %v running %d", sbs, after, running)
+	}
+	if n := count(f.callsSince(0), "RunPodSandbox"); n != 1 {
+		t.Errorf("RunPodSandbox calls = %d, want 1 (a liveness failure restarts the container only)", n)
+	}
+}
