@@ -144,3 +144,63 @@ func testFinished(t *testing.T, s *suite, pod *corev1.Pod, phase corev1.PodPhase
 		t.Errorf("container state %s, want exited", ctrs[0].State)
 	}
 }
+
+// testInitFailure: an init container that fails under restartPolicy
+// Never fails the pod; the app container is never created.
+func testInitFailure(t *testing.T, s *suite) {
+	const name = "init-fails"
+	pod := podSpec(name, s.env.shell("app", sleepForever))
+	pod.Spec.InitContainers = []corev1.Container{s.env.shell("setup", "exit 3")}
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	s.h.writePod(t, pod)
+	p := s.h.waitFor(t, name, "phase Failed", longWait, func(p *corev1.Pod) bool {
+		return p != nil && p.Status.Phase == corev1.PodFailed
+	})
+	st := containerStatus(p, "setup")
+	if st == nil || st.State.Terminated == nil || st.State.Terminated.ExitCode != 3 {
+		t.Errorf("init container: want terminated with exit 3: %s", describe(p))
+	}
+	if got := condition(p, corev1.PodInitialized); got != corev1.ConditionFalse {
+		t.Errorf("Initialized %q, want False", got)
+	}
+	time.Sleep(3 * time.Second)
+	for _, c := range s.env.containers(t, string(p.UID), nil) {
+		if c.GetMetadata().GetName() != "setup" {
+			t.Errorf("container %s was created although its init container failed", c.GetMetadata().GetName())
+		}
+	}
+	if st := containerStatus(p, "app"); st != nil && (st.State.Running != nil || st.State.Terminated != nil) {
+		t.Errorf("app status %+v, want waiting", st.State)
+	}
+}
+
+// testInitCrashLoop: an init container that fails under restartPolicy
+// Always is retried with backoff; the app is never started.
+func testInitCrashLoop(t *testing.T, s *suite) {
+	const name = "init-crashloop"
+	pod := podSpec(name, s.env.shell("app", sleepForever))
+	pod.Spec.InitContainers = []corev1.Container{s.env.shell("setup", "exit 1")}
+	s.h.writePod(t, pod)
+	var reasons transitions
+	p := s.h.waitFor(t, name, "init restarted twice", longWait, func(p *corev1.Pod) bool {
+		reasons.see(waitingReason(p, "setup"))
+		if running(p, "app") {
+			t.Fatalf("app runs although its init container keeps failing: %s", describe(p))
+		}
+		return restarts(p, "setup") >= 2
+	})
+	if !reasons.has("CrashLoopBackOff") {
+		t.Errorf("init container waiting reasons %v, want CrashLoopBackOff", reasons)
+	}
+	if p.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %s, want Pending", p.Status.Phase)
+	}
+	if got := condition(p, corev1.PodInitialized); got != corev1.ConditionFalse {
+		t.Errorf("Initialized %q, want False", got)
+	}
+	for _, c := range s.env.containers(t, string(p.UID), nil) {
+		if c.GetMetadata().GetName() != "setup" {
+			t.Errorf("container %s was created although its init container fails", c.GetMetadata().GetName())
+		}
+	}
+}

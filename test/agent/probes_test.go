@@ -63,10 +63,11 @@ func testReadiness(t *testing.T, s *suite) {
 func testHooks(t *testing.T, s *suite) {
 	const name = "hooks"
 	host := filepath.Join(t.TempDir(), "hooks") // created by DirectoryOrCreate
-	app := s.env.shell("app", "while [ ! -f /tmp/poststart ]; do sleep 0.2; done; echo poststart ran; "+sleepForever)
+	app := s.env.shell("app", "while [ ! -f /tmp/poststart ]; do sleep 0.2; done; echo poststart ran; "+
+		"trap 'echo term >> /host/order; exit 0' TERM; while true; do sleep 1; done")
 	app.Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: execAction("sh", "-c", "echo ok > /tmp/poststart")},
-		PreStop:   &corev1.LifecycleHandler{Exec: execAction("sh", "-c", "echo prestop ran > /host/prestop")},
+		PreStop:   &corev1.LifecycleHandler{Exec: execAction("sh", "-c", "echo prestop ran > /host/prestop; echo prestop >> /host/order")},
 	}
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}
 	pod := podSpec(name, app)
@@ -91,5 +92,13 @@ func testHooks(t *testing.T, s *suite) {
 	}
 	if got := strings.TrimSpace(string(b)); got != "prestop ran" {
 		t.Errorf("preStop wrote %q, want %q", got, "prestop ran")
+	}
+	// The preStop hook ran to its end before the container got SIGTERM.
+	b, err = os.ReadFile(filepath.Join(host, "order"))
+	if err != nil {
+		t.Fatalf("order of preStop and SIGTERM: %v", err)
+	}
+	if got := strings.Fields(string(b)); strings.Join(got, ",") != "prestop,term" {
+		t.Errorf("preStop and SIGTERM came as %v, want [prestop term]", got)
 	}
 }

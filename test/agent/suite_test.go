@@ -21,6 +21,8 @@ type suite struct {
 
 var parallelScenarios = []scenario{
 	{"InitContainersInOrder", testInitContainers},
+	{"InitContainerFailsNever", testInitFailure},
+	{"InitContainerCrashLoop", testInitCrashLoop},
 	{"CrashLoopAlways", testCrashLoopAlways},
 	{"OnFailureExitZero", testOnFailureSucceeded},
 	{"NeverExitOne", testNeverFailed},
