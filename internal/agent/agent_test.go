@@ -688,3 +688,41 @@ func TestAgentLivenessFailureRestartsContainer(t *testing.T) {
 		t.Errorf("RunPodSandbox calls = %d, want 1 (a liveness failure restarts the container only)", n)
 	}
 }
+
+const preStopPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: hooked
+spec:
+  terminationGracePeriodSeconds: 12
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+    lifecycle:
+      preStop:
+        exec:
+          command: [sh, -c, "kill -TERM 1"]
+`
+
+func TestAgentRemovedManifestRunsPreStop(t *testing.T) {
+	f := newRuntimeFakes(t)
+	r := f.start(t)
+	snap := loadPods(t, preStopPod)
+	pod := podNamed(t, snap, "hooked")
+	r.send(t, snap)
+	r.waitRunning(t, f, pod)
+
+	mark := f.mark()
+	r.send(t, only(snap))
+	waitFor(t, "the pod removed", func() bool {
+		sbs, cs, _ := f.podObjects(string(pod.UID))
+		return len(sbs) == 0 && len(cs) == 0
+	})
+	r.idle(t, pod)
+	calls := mutatingCalls(f.callsSince(mark))
+	want := []string{"ExecSync", "StopContainer", "StopPodSandbox", "RemoveContainer", "RemovePodSandbox"}
+	if !equalStrings(calls, want) {
+		t.Errorf("calls = %v, want %v", calls, want)
+	}
+}
