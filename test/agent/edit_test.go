@@ -33,6 +33,17 @@ func testEditContainer(t *testing.T, s *suite) {
 		st := containerStatus(p, "app")
 		return st != nil && st.State.Running != nil && st.ContainerID != oldID
 	})
+	// Edits in quick succession: the newest wins, never two at once.
+	for _, v := range []string{"v3", "v4", "v5"} {
+		pod.Spec.Containers[0].Command = []string{"sh", "-c", loop(v)}
+		s.h.writePod(t, pod)
+		time.Sleep(30 * time.Millisecond)
+	}
+	v2ID := containerStatus(p, "app").ContainerID
+	p = s.h.waitFor(t, name, "replaced again and running", longWait, func(p *corev1.Pod) bool {
+		st := containerStatus(p, "app")
+		return st != nil && st.State.Running != nil && st.ContainerID != v2ID
+	})
 	// A few more relists with the new container.
 	time.Sleep(2 * time.Second)
 	maxRunning, errs := watch()
@@ -46,7 +57,8 @@ func testEditContainer(t *testing.T, s *suite) {
 	if len(logs) == 0 {
 		t.Fatalf("no logs of app under %s", podLogDir(s.h.LogRoot, p))
 	}
-	waitLog(t, logs[len(logs)-1], "says v2", func(l []string) bool { return contains(l, "v2") && !contains(l, "v1") })
+	waitLog(t, logs[len(logs)-1], "says v5", func(l []string) bool { return contains(l, "v5") && len(l) == countOf(l, "v5") })
+	p = s.h.waitFor(t, name, "running", shortWait, func(p *corev1.Pod) bool { return running(p, "app") })
 	if ctrs := s.env.containers(t, uid, ptr(runtimeapi.ContainerState_CONTAINER_RUNNING)); len(ctrs) != 1 || ctrs[0].Id != trimScheme(p.Status.ContainerStatuses[0].ContainerID) {
 		t.Errorf("running containers %v, want only %s", ctrIDs(ctrs), p.Status.ContainerStatuses[0].ContainerID)
 	}
@@ -178,4 +190,14 @@ func trimScheme(id string) string {
 		}
 	}
 	return id
+}
+
+func countOf(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if l == s {
+			n++
+		}
+	}
+	return n
 }

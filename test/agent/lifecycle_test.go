@@ -46,6 +46,18 @@ func testInitContainers(t *testing.T, s *suite) {
 	if p.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase %s, want Running", p.Status.Phase)
 	}
+	// The rest of a running pod's status, as the kubelet fills it.
+	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.ContainersReady, corev1.PodReady} {
+		if got := condition(p, c); got != corev1.ConditionTrue {
+			t.Errorf("condition %s is %q, want True", c, got)
+		}
+	}
+	if p.Status.PodIP == "" || p.Status.StartTime == nil || p.Status.QOSClass != corev1.PodQOSBestEffort {
+		t.Errorf("podIP %q, startTime %v, qosClass %q: want an IP, a time and BestEffort", p.Status.PodIP, p.Status.StartTime, p.Status.QOSClass)
+	}
+	if st := containerStatus(p, "app"); !st.Ready || st.Started == nil || !*st.Started || st.ImageID == "" || st.ContainerID == "" {
+		t.Errorf("app status: ready %v, started %v, imageID %q, containerID %q", st.Ready, st.Started, st.ImageID, st.ContainerID)
+	}
 	path := podLogDir(s.h.LogRoot, p) + "/app/0.log"
 	lines := waitLog(t, path, "holds the file", func(l []string) bool { return len(l) >= 2 })
 	if diff := cmp.Diff([]string{"one", "two"}, lines); diff != "" {
@@ -114,12 +126,17 @@ func testOnFailureSucceeded(t *testing.T, s *suite) {
 // Error, no restart.
 func testNeverFailed(t *testing.T, s *suite) {
 	const name = "never-fails"
-	pod := podSpec(name, s.env.shell("app", "exit 1"))
+	pod := podSpec(name, s.env.shell("app", "echo -n goodbye > /dev/termination-log; exit 1"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	testFinished(t, s, pod, corev1.PodFailed, 1, "Error")
+	p := testFinished(t, s, pod, corev1.PodFailed, 1, "Error")
+	if got := containerStatus(p, "app").State.Terminated.Message; got != "goodbye" {
+		t.Errorf("termination message %q, want %q", got, "goodbye")
+	}
 }
 
-func testFinished(t *testing.T, s *suite, pod *corev1.Pod, phase corev1.PodPhase, code int32, reason string) {
+// testFinished runs pod, whose app container must end with code and
+// reason and leave the pod in phase for good, and returns its last status.
+func testFinished(t *testing.T, s *suite, pod *corev1.Pod, phase corev1.PodPhase, code int32, reason string) *corev1.Pod {
 	s.h.writePod(t, pod)
 	p := s.h.waitFor(t, pod.Name, "phase "+string(phase), longWait, func(p *corev1.Pod) bool {
 		return p != nil && p.Status.Phase == phase
@@ -143,6 +160,7 @@ func testFinished(t *testing.T, s *suite, pod *corev1.Pod, phase corev1.PodPhase
 	} else if ctrs[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
 		t.Errorf("container state %s, want exited", ctrs[0].State)
 	}
+	return p
 }
 
 // testInitFailure: an init container that fails under restartPolicy
