@@ -71,9 +71,11 @@ type Agent struct {
 	cgroups *podcgroup.Manager // nil without CgroupDriver
 
 	// Built in Run.
-	rt      *kuberuntime.Manager
-	probes  *prober.Manager
-	workers *podworker.Workers
+	rt           *kuberuntime.Manager
+	probes       *prober.Manager
+	workers      *podworker.Workers
+	crashBackoff *backoff.Backoff
+	pullBackoff  *backoff.Backoff
 
 	mu sync.Mutex
 	// desired are the pods the manifests ask for, by UID.
@@ -164,6 +166,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		cgroups = a.cgroups
 	}
+	a.crashBackoff = backoff.New(a.cfg.CrashBackoff, a.cfg.Clock)
+	a.pullBackoff = backoff.New(a.cfg.CrashBackoff, a.cfg.Clock)
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	a.workers = podworker.New(workCtx, a.syncPod, a.cfg.Clock)
@@ -184,8 +188,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Hooks:        a.probes.RunHandler,
 		Clock:        a.cfg.Clock,
 		PodConfig:    a.cfg.PodConfig,
-		CrashBackoff: backoff.New(a.cfg.CrashBackoff, a.cfg.Clock),
-		PullBackoff:  backoff.New(a.cfg.CrashBackoff, a.cfg.Clock),
+		CrashBackoff: a.crashBackoff,
+		PullBackoff:  a.pullBackoff,
 		Log:          a.log,
 	})
 
@@ -378,9 +382,9 @@ func (a *Agent) relist(ctx context.Context, all bool) {
 	}
 	a.mu.Unlock()
 	for _, uid := range dirty {
-		if !a.workers.Busy(uid) {
-			a.workers.Sync(uid)
-		}
+		// A busy pod syncs once more after its current sync: the change
+		// may have come after that sync looked.
+		a.workers.Sync(uid)
 	}
 }
 
@@ -405,6 +409,8 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		}
 	}
 	a.removeStrayCgroups()
+	a.crashBackoff.GC()
+	a.pullBackoff.GC()
 	if now := a.cfg.Clock.Now(); now.Sub(a.lastUsageCheck) >= usageCheckInterval {
 		a.lastUsageCheck = now
 		a.checkVolumeUsage()

@@ -40,7 +40,7 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.killContainer(ctx, pod, c, "Killing", grace)
+			errs[i] = m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), "Killing", grace)
 		}()
 	}
 	wg.Wait()
@@ -61,25 +61,28 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 
 // killContainer runs the container's preStop hook and stops it within its
 // grace period. pod may be nil for a pod whose manifest is gone.
-func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, c plan.Container, reason string, override *int64) error {
+// podIP is the IP an HTTP preStop hook without a host goes to.
+func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, c plan.Container, podIP, reason string, override *int64) error {
 	grace := m.gracePeriod(pod, c.ID, override)
 	var spec *corev1.Container
 	if pod != nil {
 		spec = specContainer(pod, c.Name)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s (%s)", c.Name, reason))
 	}
-	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && c.State == plan.ContainerRunning && m.cfg.Hooks != nil {
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && c.State == plan.ContainerRunning && m.cfg.Hooks != nil && grace > 0 {
 		began := m.cfg.Clock.Now()
 		hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
-		err := m.cfg.Hooks(hookCtx, pod, spec, c.ID, "", spec.Lifecycle.PreStop)
+		err := m.cfg.Hooks(hookCtx, pod, spec, c.ID, podIP, spec.Lifecycle.PreStop)
 		cancel()
 		if err != nil {
 			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 		}
 		grace -= int64(m.cfg.Clock.Since(began).Seconds())
-		if grace < minGracePeriod {
-			grace = minGracePeriod
-		}
+	}
+	// As the kubelet, never less than a moment to exit cleanly, even for
+	// a grace period of 0 or one a preStop hook used up.
+	if grace < minGracePeriod {
+		grace = minGracePeriod
 	}
 	if err := m.cfg.Runtime.StopContainer(ctx, c.ID, grace); err != nil {
 		if err = fromGRPC(err); !errdefs.IsNotFound(err) {
@@ -179,4 +182,11 @@ func (m *Manager) removeContainer(ctx context.Context, pr *PodRuntime, c plan.Co
 		_ = os.Remove(filepath.Join(dir, c.Name, fmt.Sprintf("%d.log", c.Attempt)))
 	}
 	return nil
+}
+
+func firstIP(ips []string) string {
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[0]
 }

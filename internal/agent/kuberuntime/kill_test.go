@@ -219,7 +219,6 @@ func TestSpecChangeRunsPreStopOfOldContainer(t *testing.T) {
 // does; the hook runner falls back to 127.0.0.1 (the agent's own network)
 // when it is given none.
 func TestPreStopHookGetsPodIP(t *testing.T) {
-	t.Skip("bug: kill.go:74 killContainer passes \"\" as the pod IP to the preStop hook, so an httpGet preStop without host goes to 127.0.0.1 instead of the pod")
 	e := newEnv(t)
 	pod := testPod(func(p *corev1.Pod) {
 		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{

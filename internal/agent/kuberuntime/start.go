@@ -91,7 +91,7 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		if err := m.cfg.Hooks(ctx, pod, c, id, env.podIP(), c.Lifecycle.PostStart); err != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedPostStartHook", msg)
-			_ = m.killContainer(ctx, pod, plan.Container{ID: id, Name: c.Name, State: plan.ContainerRunning}, "FailedPostStartHook", nil)
+			_ = m.killContainer(ctx, pod, plan.Container{ID: id, Name: c.Name, State: plan.ContainerRunning}, env.podIP(), "FailedPostStartHook", nil)
 			m.setWaiting(uid, c.Name, reasonPostStartHookError, msg)
 			return fmt.Errorf("container %s: %s", c.Name, msg)
 		}

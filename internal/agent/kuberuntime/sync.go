@@ -68,7 +68,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 	}
 	for _, k := range act.ContainersToKill {
 		c := findContainer(obs, k.ID)
-		if err := m.killContainer(ctx, pod, c, k.Reason, nil); err != nil {
+		if err := m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), k.Reason, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
