@@ -154,7 +154,7 @@ func configMap(in ContainerInput, name string) (*corev1.ConfigMap, error) {
 func secret(in ContainerInput, name string) (*corev1.Secret, error) {
 	s := in.Secrets[in.Pod.Namespace+"/"+name]
 	if s == nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", in.Pod.Namespace, name, errdefs.ErrNotFound)
+		return nil, fmt.Errorf("secret %s/%s: %w", in.Pod.Namespace, name, errdefs.ErrNotFound)
 	}
 	return s, nil
 }

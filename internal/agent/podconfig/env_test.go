@@ -147,7 +147,7 @@ func TestEnvMissingReferences(t *testing.T) {
 		{
 			name:    "secret envFrom, optional false",
 			envFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("nope"), Optional: ptr(false)}}},
-			msg:     []string{"Secret default/nope"},
+			msg:     []string{"secret default/nope"},
 		},
 		{
 			name: "configmap of another namespace is not visible",
@@ -171,7 +171,7 @@ func TestEnvMissingReferences(t *testing.T) {
 			name: "missing secret",
 			env: []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: ref("gone"), Key: "token"}}}},
-			msg: []string{"Secret default/gone"},
+			msg: []string{"secret default/gone"},
 		},
 	}
 	for _, tt := range tests {

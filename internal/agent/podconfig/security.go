@@ -119,6 +119,7 @@ func containerSecurity(in ContainerInput, opts Options) (*runtimeapi.LinuxContai
 	if out.Seccomp, err = seccompProfile(c.Name, sc.SeccompProfile, opts); err != nil {
 		return nil, err
 	}
+	//lint:ignore SA1019 runtimes older than the Apparmor field read only the deprecated one, so the kubelet sends both
 	out.Apparmor, out.ApparmorProfile = appArmorProfile(sc.AppArmorProfile)
 	if out.NamespaceOptions, err = namespaces(pod); err != nil {
 		return nil, err

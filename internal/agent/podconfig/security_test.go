@@ -109,7 +109,8 @@ func TestContainerSecurityContext(t *testing.T) {
 			name: "apparmor",
 			pod:  &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr("k8s-deny")}},
 			want: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podNS(), Seccomp: unconfined(),
-				Apparmor:        &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny"},
+				Apparmor: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny"},
+				//lint:ignore SA1019 the deprecated field is sent too, for older runtimes
 				ApparmorProfile: "localhost/k8s-deny"},
 		},
 		{

@@ -237,7 +237,7 @@ func TestWatcherBridgesFileReplacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "a.yaml", podYAML("a", "nginx:2"))
-	s := h.waitFor("the new content", func(s Snapshot) bool {
+	h.waitFor("the new content", func(s Snapshot) bool {
 		if !hasPods("default/a")(s) {
 			t.Fatalf("a snapshot lost the pod while its file was replaced: %v", podNames(s))
 		}
@@ -246,7 +246,7 @@ func TestWatcherBridgesFileReplacement(t *testing.T) {
 
 	// A half-written (invalid) file keeps the pod as it was.
 	writeFile(t, dir, "a.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n    imagee: x\n")
-	s = h.waitFor("the error", func(s Snapshot) bool { return len(s.Errors) == 1 })
+	s := h.waitFor("the error", func(s Snapshot) bool { return len(s.Errors) == 1 })
 	if !hasPods("default/a")(s) || s.Pods[0].Spec.Containers[0].Image != "nginx:2" {
 		t.Errorf("a rejected file dropped or changed its pod: %v", podNames(s))
 	}
