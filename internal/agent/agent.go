@@ -283,7 +283,7 @@ func (a *Agent) apply(snap source.Snapshot) {
 	errs := make([]status.SourceError, 0, len(snap.Errors))
 	for _, e := range snap.Errors {
 		errs = append(errs, status.SourceError{Path: e.Path, Message: e.Error()})
-		a.log.Warn("manifest rejected", "file", e.Path, "err", e.Err)
+		a.events.Record(corev1.ObjectReference{Kind: "Manifest", Name: e.Path}, corev1.EventTypeWarning, "InvalidManifest", e.Error())
 	}
 	a.store.SetSourceErrors(errs)
 
