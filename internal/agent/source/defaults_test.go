@@ -216,9 +216,10 @@ binaryData: {bin: AAE=}
 	if len(snap.Errors) > 0 {
 		t.Fatal(errorMessages(snap))
 	}
+	fileAnnotation := map[string]string{AnnotationConfigFile: absPath(dir) + "/objs.yaml"}
 	wantSecret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", Annotations: fileAnnotation},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{"a": []byte("aaa"), "b": []byte("override"), "c": []byte("plain")},
 	}
@@ -227,7 +228,7 @@ binaryData: {bin: AAE=}
 	}
 	wantCM := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "apps"},
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "apps", Annotations: fileAnnotation},
 		Data:       map[string]string{"k": "v"},
 		BinaryData: map[string][]byte{"bin": {0, 1}},
 	}

@@ -3,6 +3,7 @@ package source
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,4 +45,13 @@ func setIdentity(pod *corev1.Pod, path, nodeName string) {
 	pod.Annotations[AnnotationConfigSource] = ConfigSourceFile
 	pod.Annotations[AnnotationConfigHash] = string(pod.UID)
 	pod.Annotations[AnnotationConfigFile] = path
+}
+
+// markFile names the file a ConfigMap or Secret came from, so that the
+// watcher can keep it with the pods of a file it rejects.
+func markFile(meta *metav1.ObjectMeta, path string) {
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[AnnotationConfigFile] = path
 }

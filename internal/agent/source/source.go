@@ -169,9 +169,11 @@ func prepare(o *object, path, nodeName string) error {
 	case o.configMap != nil:
 		defaultConfigMap(o.configMap)
 		errs = validateConfigMap(o.configMap)
+		markFile(&o.configMap.ObjectMeta, path)
 	case o.secret != nil:
 		defaultSecret(o.secret)
 		errs = validateSecret(o.secret)
+		markFile(&o.secret.ObjectMeta, path)
 	}
 	if len(errs) > 0 {
 		return &objectError{where: o.describe(), errs: errs}

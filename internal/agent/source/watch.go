@@ -231,51 +231,81 @@ func keepLastGood(snap *Snapshot, last Snapshot) {
 		defined[Key(p.Namespace, p.Name)] = true
 		kept = true
 	}
+	for k, cm := range last.ConfigMaps {
+		if _, ok := snap.ConfigMaps[k]; !ok && rejected[cm.Annotations[AnnotationConfigFile]] != nil {
+			snap.ConfigMaps[k] = cm
+		}
+	}
+	for k, sec := range last.Secrets {
+		if _, ok := snap.Secrets[k]; !ok && rejected[sec.Annotations[AnnotationConfigFile]] != nil {
+			snap.Secrets[k] = sec
+		}
+	}
 	if kept {
 		snap.sort()
 	}
 }
 
-// holdRemovals keeps pods of the last snapshot that this scan misses until
-// they have been missing for removalSettle, and arms a rescan for then.
+// holdRemovals keeps the pods, ConfigMaps and Secrets of the last snapshot
+// that this scan misses until they have been missing for removalSettle,
+// and arms a rescan for then.
 func (st *watchState) holdRemovals(snap *Snapshot) {
 	now := time.Now()
-	present := map[string]bool{}
-	for _, p := range snap.Pods {
-		present[Key(p.Namespace, p.Name)] = true
-	}
 	if st.missingSince == nil {
 		st.missingSince = map[string]time.Time{}
+	}
+	present := map[string]bool{}
+	for _, p := range snap.Pods {
+		present["pod "+Key(p.Namespace, p.Name)] = true
+	}
+	for k := range snap.ConfigMaps {
+		present["configmap "+k] = true
+	}
+	for k := range snap.Secrets {
+		present["secret "+k] = true
 	}
 	for k := range st.missingSince {
 		if present[k] {
 			delete(st.missingSince, k)
 		}
 	}
-	held := false
 	var wait time.Duration
-	for _, p := range st.last.Pods {
-		k := Key(p.Namespace, p.Name)
-		if present[k] {
-			continue
+	// hold reports whether the object under key is still to be kept.
+	hold := func(key string) bool {
+		if present[key] {
+			return false
 		}
-		since, ok := st.missingSince[k]
+		since, ok := st.missingSince[key]
 		if !ok {
 			since = now
-			st.missingSince[k] = now
+			st.missingSince[key] = now
 		}
-		if left := removalSettle - now.Sub(since); left > 0 {
-			snap.Pods = append(snap.Pods, p)
-			present[k] = true
-			held = true
-			if wait == 0 || left < wait {
-				wait = left
-			}
-			continue
+		left := removalSettle - now.Sub(since)
+		if left <= 0 {
+			delete(st.missingSince, key)
+			return false
 		}
-		delete(st.missingSince, k)
+		if wait == 0 || left < wait {
+			wait = left
+		}
+		return true
 	}
-	if held {
+	for _, p := range st.last.Pods {
+		if hold("pod " + Key(p.Namespace, p.Name)) {
+			snap.Pods = append(snap.Pods, p)
+		}
+	}
+	for k, cm := range st.last.ConfigMaps {
+		if hold("configmap " + k) {
+			snap.ConfigMaps[k] = cm
+		}
+	}
+	for k, sec := range st.last.Secrets {
+		if hold("secret " + k) {
+			snap.Secrets[k] = sec
+		}
+	}
+	if wait > 0 {
 		snap.sort()
 		if !st.removalArmed {
 			st.removalArmed = true
