@@ -40,7 +40,10 @@ type harness struct {
 	// Dir is the manifest directory, Root the agent's root (pod volumes in
 	// Root/pods), LogRoot the pod log root.
 	Dir, Root, LogRoot string
-	logFile            *os.File
+	// CgroupRoot is where the agent makes pod cgroups, under every
+	// hierarchy: unique to the harness, removed at cleanup.
+	CgroupRoot string
+	logFile    *os.File
 
 	mu     sync.Mutex
 	agent  *agent.Agent
@@ -63,6 +66,8 @@ func startAgent(t *testing.T, env *runtimeEnv) *harness {
 		Root:    filepath.Join(base, "root"),
 		LogRoot: filepath.Join(base, "logs"),
 		uids:    map[string]bool{},
+		// The agent makes the QoS and pod cgroups as it does for real.
+		CgroupRoot: fmt.Sprintf("crib-agent-test-%d", os.Getpid()),
 	}
 	for _, d := range []string{h.Dir, h.Root, h.LogRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -75,6 +80,7 @@ func startAgent(t *testing.T, env *runtimeEnv) *harness {
 	}
 	h.logFile = f
 	t.Cleanup(h.cleanup)
+	t.Cleanup(func() { removeCgroupRoot(t, h.CgroupRoot) })
 	h.start()
 	return h
 }
@@ -90,6 +96,8 @@ func (h *harness) config() agent.Config {
 			NodeName:      nodeName,
 			HostIPs:       []string{"127.0.0.1"},
 		},
+		CgroupDriver:   "cgroupfs",
+		CgroupRoot:     h.CgroupRoot,
 		Runtime:        h.env.rt,
 		Images:         h.env.images,
 		RelistInterval: time.Second,
@@ -312,4 +320,31 @@ func describe(p *corev1.Pod) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// podCgroups lists the pod cgroups left under the harness's cgroup root.
+func (h *harness) podCgroups() []string {
+	var left []string
+	for _, qos := range []string{"", "burstable", "besteffort"} {
+		matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/memory", h.CgroupRoot, qos, "pod*"))
+		left = append(left, matches...)
+	}
+	return left
+}
+
+// removeCgroupRoot removes the root and QoS cgroups the agent made, in
+// every hierarchy, once the pods' own are gone.
+func removeCgroupRoot(t *testing.T, root string) {
+	hierarchies, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		return
+	}
+	for _, hier := range hierarchies {
+		base := filepath.Join("/sys/fs/cgroup", hier.Name(), root)
+		for _, dir := range []string{filepath.Join(base, "burstable"), filepath.Join(base, "besteffort"), base} {
+			if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+				t.Errorf("remove test cgroup %s: %v", dir, err)
+			}
+		}
+	}
 }

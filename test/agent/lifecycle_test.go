@@ -1,6 +1,8 @@
 package agenttest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,19 @@ func testInitContainers(t *testing.T, s *suite) {
 	}
 	if st := containerStatus(p, "app"); !st.Ready || st.Started == nil || !*st.Started || st.ImageID == "" || st.ContainerID == "" {
 		t.Errorf("app status: ready %v, started %v, imageID %q, containerID %q", st.Ready, st.Started, st.ImageID, st.ContainerID)
+	}
+	// The agent made the pod's cgroup in its QoS class, and the app's
+	// processes live under it.
+	podCg := "/sys/fs/cgroup/memory/" + s.h.CgroupRoot + "/besteffort/pod" + string(p.UID)
+	busy := false
+	files, _ := filepath.Glob(podCg + "/*/cgroup.procs")
+	for _, f := range files {
+		if procs, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(procs))) > 0 {
+			busy = true
+		}
+	}
+	if !busy {
+		t.Errorf("no process of the pod runs under its cgroup %s (container cgroups %v)", podCg, files)
 	}
 	path := podLogDir(s.h.LogRoot, p) + "/app/0.log"
 	lines := waitLog(t, path, "holds the file", func(l []string) bool { return len(l) >= 2 })

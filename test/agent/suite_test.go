@@ -79,6 +79,13 @@ func testNoLeaks(t *testing.T, s *suite) {
 			time.Sleep(pollEvery)
 		}
 	}
+	for left := s.h.podCgroups(); len(left) > 0; left = s.h.podCgroups() {
+		if time.Now().After(deadline) {
+			t.Errorf("pod cgroups left: %v", left)
+			break
+		}
+		time.Sleep(pollEvery)
+	}
 	if s.env.daemon == nil {
 		return
 	}
