@@ -3,7 +3,8 @@
 # is missing (runc, busybox-static, staticcheck, crictl and critest, the
 # loopback registry with critest's images; all idempotent), then runs gofmt, vet,
 # staticcheck, every Go test (unit and integration: real runc, overlayfs,
-# namespaces) and critest conformance against a fresh daemon.
+# namespaces), critest conformance against a fresh daemon, and the node
+# agent's scenario suite again against Debian's containerd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:$(go env GOPATH)/bin
@@ -34,3 +35,9 @@ echo "== go test"
 go test -count=1 -timeout 20m ./...
 echo "== critest"
 test/conformance/run.sh
+echo "== node agent scenarios against containerd"
+if command -v containerd >/dev/null; then
+	scripts/agent-containerd.sh -count=1 -run TestScenarios
+else
+	echo "containerd is not installed; skipped"
+fi
