@@ -223,47 +223,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) error {
-	relist := a.cfg.Clock.NewTicker(a.cfg.RelistInterval)
-	defer relist.Stop()
-	resync := a.cfg.Clock.NewTicker(a.cfg.ResyncInterval)
-	defer resync.Stop()
-	housekeeping := a.cfg.Clock.NewTicker(a.cfg.HousekeepingInterval)
-	defer housekeeping.Stop()
-
-	// Nothing is synced before the first snapshot: a pod the runtime holds
-	// is only removed once the agent knows its manifest is gone.
-	haveSnapshot := false
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case snap, ok := <-snapshots:
-			if !ok {
-				snapshots = nil
-				continue
-			}
-			a.apply(snap)
-			if !haveSnapshot {
-				haveSnapshot = true
-				a.relist(ctx, true)
-			}
-		case <-relist.C():
-			if haveSnapshot {
-				a.relist(ctx, false)
-			}
-		case <-resync.C():
-			for _, uid := range a.desiredUIDs() {
-				a.workers.Sync(uid)
-			}
-		case <-housekeeping.C():
-			if haveSnapshot {
-				a.housekeeping(ctx)
-			}
-		}
-	}
-}
-
 func (a *Agent) healthy() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -346,77 +305,6 @@ func (a *Agent) desiredPod(uid string) (*corev1.Pod, *corev1.Pod, kuberuntime.Da
 	return a.desired[uid], a.known[uid], a.data
 }
 
-// relist reads the runtime and syncs every pod whose containers changed
-// since the last relist, and every pod the runtime holds that no manifest
-// asks for. all syncs every pod found.
-func (a *Agent) relist(ctx context.Context, all bool) {
-	pods, err := a.rt.ListPods(ctx)
-	if err != nil {
-		a.log.Warn("relist failed", "err", err)
-		return
-	}
-	a.mu.Lock()
-	var dirty []string
-	seen := map[string]bool{}
-	for uid, p := range pods {
-		seen[uid] = true
-		fp := fingerprint(p)
-		_, wanted := a.desired[uid]
-		if all || a.fingerprints[uid] != fp || !wanted {
-			dirty = append(dirty, uid)
-		}
-		a.fingerprints[uid] = fp
-	}
-	for uid := range a.fingerprints {
-		if !seen[uid] {
-			delete(a.fingerprints, uid)
-			dirty = append(dirty, uid)
-		}
-	}
-	if all {
-		for uid := range a.desired {
-			if !seen[uid] {
-				dirty = append(dirty, uid)
-			}
-		}
-	}
-	a.mu.Unlock()
-	for _, uid := range dirty {
-		// A busy pod syncs once more after its current sync: the change
-		// may have come after that sync looked.
-		a.workers.Sync(uid)
-	}
-}
-
-// housekeeping removes the volumes of pods that neither a manifest nor the
-// runtime knows any more and trims backoff records.
-func (a *Agent) housekeeping(ctx context.Context) {
-	uids, err := a.volumes.Pods()
-	if err != nil {
-		a.log.Warn("list pod volumes", "err", err)
-		return
-	}
-	for _, uid := range uids {
-		a.mu.Lock()
-		_, wanted := a.desired[uid]
-		_, running := a.fingerprints[uid]
-		a.mu.Unlock()
-		if wanted || running || a.workers.Busy(uid) {
-			continue
-		}
-		if err := a.volumes.Remove(ctx, uid); err != nil {
-			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)
-		}
-	}
-	a.removeStrayCgroups()
-	a.crashBackoff.GC()
-	a.pullBackoff.GC()
-	if now := a.cfg.Clock.Now(); now.Sub(a.lastUsageCheck) >= usageCheckInterval {
-		a.lastUsageCheck = now
-		a.checkVolumeUsage()
-	}
-}
-
 // storeStatus records a pod's status and the metrics it implies.
 func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
 	uid := string(pod.UID)
@@ -451,30 +339,4 @@ func allRunning(st corev1.PodStatus) bool {
 		}
 	}
 	return true
-}
-
-// removeStrayCgroups removes pod cgroups that neither a manifest nor the
-// runtime accounts for, such as those of a pod torn down while the agent
-// was not running.
-func (a *Agent) removeStrayCgroups() {
-	if a.cgroups == nil {
-		return
-	}
-	pods, err := a.cgroups.Pods()
-	if err != nil {
-		a.log.Warn("list pod cgroups", "err", err)
-		return
-	}
-	for uid := range pods {
-		a.mu.Lock()
-		_, wanted := a.desired[uid]
-		_, running := a.fingerprints[uid]
-		a.mu.Unlock()
-		if wanted || running || a.workers.Busy(uid) {
-			continue
-		}
-		if err := a.cgroups.RemovePod(uid); err != nil {
-			a.log.Warn("remove a stray pod cgroup", "uid", uid, "err", err)
-		}
-	}
 }
