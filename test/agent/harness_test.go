@@ -32,8 +32,8 @@ const (
 const nodeName = "agent-test-node"
 
 // harness is one agent running in this process over a runtime, with its
-// manifest directory, root and pod log root. restart replaces the agent by
-// a new one on the same directories and runtime.
+// manifest directory, root and pod log root. stop, then start, replaces the
+// agent by a new one on the same directories and runtime.
 type harness struct {
 	t   *testing.T
 	env *runtimeEnv
@@ -137,14 +137,6 @@ func (h *harness) stop() {
 	case <-time.After(longWait):
 		h.t.Errorf("agent.Run did not return within %s of its context's end", longWait)
 	}
-}
-
-// restart stops the agent and starts a new one on the same runtime and
-// directories.
-func (h *harness) restart() {
-	h.t.Helper()
-	h.stop()
-	h.start()
 }
 
 // Agent is the running agent.
