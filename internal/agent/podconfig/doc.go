@@ -26,4 +26,7 @@
 // cluster DNS unless Options.ClusterDNS names one, no service environment
 // variables, downward-API limits defaulted to the node's capacity only when
 // Options gives it.
+//
+// Other agent packages share its pod rules rather than keeping copies:
+// status and podcgroup take the pod's class from QOSClass.
 package podconfig

@@ -12,7 +12,10 @@ import (
 // Pod-level resources, when the pod sets them, decide instead of the
 // containers'. A container (or pod) that gives a limit but no request counts as
 // requesting its limit, which is what the API server's defaulting would
-// have written into the spec.
+// have written into the spec. The class is always computed from the spec,
+// never read from pod.Status.QOSClass, so that the status the agent reports,
+// the pod's cgroup and its containers' OOM scores agree. It is the agent's
+// only QoS computation: status and podcgroup call it.
 func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	requests := map[corev1.ResourceName]resource.Quantity{}
 	limits := map[corev1.ResourceName]resource.Quantity{}

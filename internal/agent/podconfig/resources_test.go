@@ -53,6 +53,31 @@ func TestQOSClass(t *testing.T) {
 	}
 }
 
+// TestQOSClassFromSpec pins what status's former copy did differently: the
+// class comes from the spec even when the pod carries one in its status,
+// and pod-level resources count even when no container sets any.
+func TestQOSClassFromSpec(t *testing.T) {
+	pod := testPod(func(p *corev1.Pod) {
+		p.Status.QOSClass = corev1.PodQOSGuaranteed
+	})
+	if got := QOSClass(pod); got != corev1.PodQOSBestEffort {
+		t.Errorf("with status Guaranteed: QOSClass = %s, want BestEffort", got)
+	}
+	pod = testPod(func(p *corev1.Pod) {
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("memory", "64Mi")}
+	})
+	if got := QOSClass(pod); got != corev1.PodQOSBurstable {
+		t.Errorf("pod-level request only: QOSClass = %s, want Burstable", got)
+	}
+	pod = testPod(func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources = resources(nil, []string{"1", "1Gi"})
+		p.Spec.InitContainers = []corev1.Container{{Name: "side", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways)}}
+	})
+	if got := QOSClass(pod); got != corev1.PodQOSBurstable {
+		t.Errorf("sidecar without limits: QOSClass = %s, want Burstable", got)
+	}
+}
+
 func TestContainerResources(t *testing.T) {
 	const nodeMem = 8 << 30
 	tests := []struct {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crib-dev/crib/internal/agent/plan"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
 )
 
 // ContainerIDScheme prefixes every container ID in a status, as
@@ -105,7 +106,7 @@ func Compute(f Facts) corev1.PodStatus {
 		st.HostIPs = []corev1.HostIP{{IP: f.HostIP}}
 	}
 	st.PodIP, st.PodIPs = podIPs(f.Observed)
-	st.QOSClass = QOSClass(pod)
+	st.QOSClass = podconfig.QOSClass(pod)
 	st.StartTime = startTime(f)
 
 	initDone := initContainersDone(f)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crib-dev/crib/internal/agent/labels"
@@ -556,39 +555,6 @@ func TestComputeSidecar(t *testing.T) {
 	st = Compute(Facts{Pod: pod, Observed: obs, Now: t0})
 	if st.Phase != corev1.PodRunning {
 		t.Errorf("phase = %s, want Running", st.Phase)
-	}
-}
-
-func TestQOSClass(t *testing.T) {
-	rl := func(kv ...string) corev1.ResourceList {
-		out := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name string
-		res  []corev1.ResourceRequirements
-		want corev1.PodQOSClass
-	}{
-		{"nothing", []corev1.ResourceRequirements{{}}, corev1.PodQOSBestEffort},
-		{"zero requests", []corev1.ResourceRequirements{{Requests: rl("cpu", "0")}}, corev1.PodQOSBestEffort},
-		{"limits only", []corev1.ResourceRequirements{{Limits: rl("cpu", "1", "memory", "1Gi")}}, corev1.PodQOSGuaranteed},
-		{"equal", []corev1.ResourceRequirements{{Limits: rl("cpu", "1", "memory", "1Gi"), Requests: rl("cpu", "1000m", "memory", "1Gi")}}, corev1.PodQOSGuaranteed},
-		{"request below limit", []corev1.ResourceRequirements{{Limits: rl("cpu", "1", "memory", "1Gi"), Requests: rl("cpu", "500m")}}, corev1.PodQOSBurstable},
-		{"memory only", []corev1.ResourceRequirements{{Limits: rl("memory", "1Gi")}}, corev1.PodQOSBurstable},
-		{"one container without", []corev1.ResourceRequirements{{Limits: rl("cpu", "1", "memory", "1Gi")}, {}}, corev1.PodQOSBurstable},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := &corev1.Pod{}
-			for i, r := range tc.res {
-				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: fmt.Sprint(i), Resources: r})
-			}
-			if got := QOSClass(pod); got != tc.want {
-				t.Errorf("QOSClass = %s, want %s", got, tc.want)
-			}
-		})
 	}
 }
 
