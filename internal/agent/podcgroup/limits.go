@@ -49,14 +49,14 @@ func PodLimits(pod *corev1.Pod) Limits {
 	if qos == corev1.PodQOSBestEffort {
 		return unlimited(minShares)
 	}
-	t := podTotals(pod)
-	l := unlimited(milliCPUToShares(t.cpuRequest))
-	if qos == corev1.PodQOSGuaranteed || t.cpuDeclared {
-		l.CPUQuota = milliCPUToQuota(t.cpuLimit)
+	r := podconfig.PodResources(pod).WithOverhead(pod.Spec.Overhead)
+	l := unlimited(milliCPUToShares(r.CPURequest))
+	if qos == corev1.PodQOSGuaranteed || r.CPULimitDeclared {
+		l.CPUQuota = milliCPUToQuota(r.CPULimit)
 	}
-	if qos == corev1.PodQOSGuaranteed || t.memDeclared {
-		if t.memLimit > 0 {
-			l.Memory = t.memLimit
+	if qos == corev1.PodQOSGuaranteed || r.MemoryLimitDeclared {
+		if r.MemoryLimit > 0 {
+			l.Memory = r.MemoryLimit
 		}
 	}
 	return l

@@ -23,7 +23,7 @@ func (m *Manager) UpdateQOS(pods []*corev1.Pod) error {
 	var milli int64
 	for _, p := range pods {
 		if podconfig.QOSClass(p) == corev1.PodQOSBurstable {
-			milli += podTotals(p).cpuRequest
+			milli += podconfig.PodResources(p).WithOverhead(p.Spec.Overhead).CPURequest
 		}
 	}
 	return m.setQOSShares(map[corev1.PodQOSClass]uint64{

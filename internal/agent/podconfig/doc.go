@@ -28,5 +28,6 @@
 // Options gives it.
 //
 // Other agent packages share its pod rules rather than keeping copies:
-// status and podcgroup take the pod's class from QOSClass.
+// status and podcgroup take the pod's class from QOSClass, and podcgroup
+// sizes the pod cgroup from PodResources.
 package podconfig

@@ -129,62 +129,12 @@ func memoryRequest(c *corev1.Container) int64 {
 	return req.Memory().Value()
 }
 
-// podTotals is the pod's effective CPU request, CPU limit and memory limit
-// as the kubelet's PodRequests and PodLimits aggregate them: app containers
-// and sidecars add up, each classic init container runs alone (beside the
-// sidecars started before it), the pod needs the larger of the two; pod-
-// level values, when set, win.
-func podTotals(pod *corev1.Pod) (cpuRequest, cpuLimit, memLimit int64) {
-	req := aggregate(pod, effectiveRequests)
-	lim := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
-	if pr := pod.Spec.Resources; pr != nil {
-		if q, ok := withDefaultRequests(pr.Requests, pr.Limits)[corev1.ResourceCPU]; ok {
-			req.cpu = q.MilliValue()
-		}
-		if q, ok := pr.Limits[corev1.ResourceCPU]; ok {
-			lim.cpu = q.MilliValue()
-		}
-		if q, ok := pr.Limits[corev1.ResourceMemory]; ok {
-			lim.mem = q.Value()
-		}
-	}
-	return req.cpu, lim.cpu, lim.mem
-}
-
-type amount struct{ cpu, mem int64 }
-
-func (a amount) plus(b amount) amount { return amount{a.cpu + b.cpu, a.mem + b.mem} }
-func (a amount) max(b amount) amount  { return amount{max(a.cpu, b.cpu), max(a.mem, b.mem)} }
-
-func amountOf(list corev1.ResourceList) amount {
-	return amount{list.Cpu().MilliValue(), list.Memory().Value()}
-}
-
-func aggregate(pod *corev1.Pod, pick func(*corev1.Container) corev1.ResourceList) amount {
-	var sum amount
-	for i := range pod.Spec.Containers {
-		sum = sum.plus(amountOf(pick(&pod.Spec.Containers[i])))
-	}
-	var sidecars, initPeak amount
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		a := amountOf(pick(c))
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum = sum.plus(a)
-			sidecars = sidecars.plus(a)
-			initPeak = initPeak.max(sidecars)
-			continue
-		}
-		initPeak = initPeak.max(a.plus(sidecars))
-	}
-	return sum.max(initPeak)
-}
-
-// sandboxResources is LinuxPodSandboxConfig.Resources: the pod's totals
-// converted like a container's.
+// sandboxResources is LinuxPodSandboxConfig.Resources: PodResources,
+// overhead excluded as the kubelet excludes it, converted like a
+// container's.
 func sandboxResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
-	cpuReq, cpuLim, memLim := podTotals(pod)
-	return linuxResources(cpuReq, cpuLim, memLim)
+	r := PodResources(pod)
+	return linuxResources(r.CPURequest, r.CPULimit, r.MemoryLimit)
 }
 
 // sandboxOverhead is LinuxPodSandboxConfig.Overhead: the pod's overhead
