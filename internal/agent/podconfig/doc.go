@@ -29,5 +29,6 @@
 //
 // Other agent packages share its pod rules rather than keeping copies:
 // status and podcgroup take the pod's class from QOSClass, and podcgroup
-// sizes the pod cgroup from PodResources.
+// sizes the pod cgroup from PodResources, and volume renders downwardAPI
+// files with MetadataField, as environment variables here do.
 package podconfig

@@ -173,20 +173,15 @@ func secretData(s *corev1.Secret) map[string]string {
 	return out
 }
 
-// podField is the downward API's fieldRef for environment variables.
+// podField is the downward API's fieldRef for environment variables: the
+// pod's metadata (MetadataField) and the spec and status fields only
+// environment variables may read.
 func podField(in ContainerInput, opts Options, fieldPath string) (string, error) {
 	pod := in.Pod
+	if v, ok := MetadataField(pod, fieldPath); ok {
+		return v, nil
+	}
 	switch fieldPath {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
 	case "spec.nodeName":
 		if pod.Spec.NodeName != "" {
 			return pod.Spec.NodeName, nil
@@ -202,14 +197,6 @@ func podField(in ContainerInput, opts Options, fieldPath string) (string, error)
 		return first(podIPs(in, opts)), nil
 	case "status.podIPs":
 		return strings.Join(podIPs(in, opts), ","), nil
-	}
-	for _, m := range []struct {
-		prefix string
-		values map[string]string
-	}{{"metadata.labels", pod.Labels}, {"metadata.annotations", pod.Annotations}} {
-		if key, ok := subscript(fieldPath, m.prefix); ok {
-			return m.values[key], nil
-		}
 	}
 	return "", fmt.Errorf("fieldRef %q is not supported: %w", fieldPath, errdefs.ErrInvalidArgument)
 }
@@ -232,30 +219,6 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
-}
-
-// subscript parses prefix['key'].
-func subscript(fieldPath, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(fieldPath, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
-// formatMap renders labels or annotations as the downward API does:
-// key="value" lines, sorted by key.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%q\n", k, m[k])
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // resourceField is the downward API's resourceFieldRef: the named

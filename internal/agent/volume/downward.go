@@ -2,12 +2,11 @@ package volume
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/crib-dev/crib/internal/agent/podconfig"
 )
 
 // downwardFiles renders downwardAPI items. Only the metadata fields a
@@ -42,48 +41,8 @@ func downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaul
 
 // fieldValue resolves one metadata field path of pod.
 func fieldValue(pod *corev1.Pod, fieldPath string) (string, error) {
-	if key, ok := subscript(fieldPath, "metadata.labels"); ok {
-		return pod.Labels[key], nil
-	}
-	if key, ok := subscript(fieldPath, "metadata.annotations"); ok {
-		return pod.Annotations[key], nil
-	}
-	switch fieldPath {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
+	if v, ok := podconfig.MetadataField(pod, fieldPath); ok {
+		return v, nil
 	}
 	return "", fmt.Errorf("field path %q is not supported in a downwardAPI volume: %w", fieldPath, errdefs.ErrInvalidArgument)
-}
-
-// subscript parses prefix['key'].
-func subscript(fieldPath, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(fieldPath, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	key, ok := strings.CutSuffix(rest, "']")
-	return key, ok && key != ""
-}
-
-// formatMap renders a map as the kubelet does: key="quoted value" lines,
-// sorted by key, without a trailing newline.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	lines := make([]string, len(keys))
-	for i, k := range keys {
-		lines[i] = k + "=" + strconv.Quote(m[k])
-	}
-	return strings.Join(lines, "\n")
 }
