@@ -242,6 +242,12 @@ func (d *Daemon) cgroups() []string {
 	return out
 }
 
+// ForceClean removes by force whatever Leaks reports, as the cleanup of
+// StartDaemon does. It is for tests that run crib themselves (`crib agent`
+// with its in-process runtime) and describe its directories with a Daemon
+// of their own; the daemon, if any, must be stopped first.
+func (d *Daemon) ForceClean() error { return d.forceClean() }
+
 // forceClean removes by force whatever the daemon left: processes killed,
 // runc containers deleted, mounts detached, cgroups emptied and removed
 // (the cgroup parent too, which is this harness's).
