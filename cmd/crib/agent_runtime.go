@@ -41,9 +41,10 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 		// rather than fight it for its state.
 		log.Info("using the crib daemon already running", "socket", cfg.Socket)
 		endpoint = cfg.Socket
-		close(done)
 	}
-	if endpoint == "" {
+	if endpoint != "" {
+		close(done) // no runtime of ours to wait for
+	} else {
 		self, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("find own binary: %w", err)
@@ -61,7 +62,8 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 			return nil, ctx.Err()
 		}
 		endpoint = "unix://" + cfg.Socket
-	} else if !strings.Contains(endpoint, "://") {
+	}
+	if !strings.Contains(endpoint, "://") {
 		endpoint = "unix://" + endpoint
 	}
 	rt, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(criTimeout).Build(ctx)
