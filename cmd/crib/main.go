@@ -17,6 +17,8 @@ Usage:
   crib run POD.yaml          run one pod in the foreground, until it ends or Ctrl-C
   crib pods                  list the agent's pods
   crib ps                    list the agent's containers
+  crib logs [-f] POD         print a container's log of an agent's pod
+  crib exec POD -- CMD...    run a command in a container of an agent's pod (no -it)
   crib image COMMAND         pull, ls, inspect, rm, save, load, prune images
   crib config default        print the default configuration
   crib version               print the version
@@ -42,6 +44,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdout, stderr)
 	case "pods", "ps":
 		return listCmd(args[0], args[1:], stdout, stderr)
+	case "logs":
+		return logsCmd(args[1:], stdout, stderr)
+	case "exec":
+		return execCmd(args[1:], stdout, stderr)
 	case "image":
 		return imageCmd(args[1:], stdout, stderr)
 	case "config":

@@ -22,9 +22,9 @@ type logFollower struct {
 }
 
 type followedFile struct {
-	prefix  string
-	offset  int64
-	partial []byte // a line not yet ended
+	prefix string
+	offset int64
+	lines  criJoiner
 }
 
 func newLogFollower(logRoot string, stdout, stderr io.Writer, withPod bool) *logFollower {
@@ -80,26 +80,16 @@ func (l *logFollower) read(path string, f *followedFile) {
 	}
 }
 
-// printCRILine prints one line of the CRI log format
-// "<time> <stream> <P|F> <text>", joining partial lines.
+// printCRILine prints one line of the CRI log format, once the partial
+// lines before it are joined to it.
 func (l *logFollower) printCRILine(f *followedFile, line []byte) {
-	fields := bytes.SplitN(line, []byte{' '}, 4)
-	if len(fields) < 3 {
+	whole, ok := f.lines.add(line)
+	if !ok {
 		return
 	}
-	text := []byte{}
-	if len(fields) == 4 {
-		text = fields[3]
-	}
-	if string(fields[2]) == "P" {
-		f.partial = append(f.partial, text...)
-		return
-	}
-	text = append(f.partial, text...)
-	f.partial = nil
 	out := l.stdout
-	if string(fields[1]) == "stderr" {
+	if whole.stream == "stderr" {
 		out = l.stderr
 	}
-	fmt.Fprintf(out, "%s | %s\n", f.prefix, text)
+	fmt.Fprintf(out, "%s | %s\n", f.prefix, whole.text)
 }
