@@ -32,6 +32,7 @@ type agentFlags struct {
 	nodeName   *string
 	status     *string
 	cgroups    *string
+	cgroupRoot *string
 }
 
 func addAgentFlags(fs *flag.FlagSet, statusDefault string) agentFlags {
@@ -48,6 +49,7 @@ func addAgentFlags(fs *flag.FlagSet, statusDefault string) agentFlags {
 		podLogRoot: fs.String("pod-log-root", "/var/log/pods", "where container logs go"),
 		nodeName:   fs.String("node-name", "", "this node's name (default the hostname)"),
 		status:     fs.String("status-address", statusDefault, "address of the read-only status API (empty: none)"),
+		cgroupRoot: fs.String("cgroup-root", "kubepods", "the cgroup the pod cgroups go under"),
 		cgroups:    fs.String("cgroup-driver", "", `pod cgroups per QoS class under /kubepods: "cgroupfs" or "systemd" (default the runtime configuration's), "none" leaves them to the runtime`),
 	}
 }
@@ -114,6 +116,7 @@ func (f agentFlags) resolve(fs *flag.FlagSet, stderr io.Writer) (agentSetup, err
 			PodConfig:    opts,
 			StatusAddr:   *f.status,
 			CgroupDriver: driver,
+			CgroupRoot:   *f.cgroupRoot,
 			Log:          log,
 		},
 		remote: *f.endpoint,

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -57,6 +60,16 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	if len(snap.Pods) == 0 {
 		fmt.Fprintf(stderr, "crib run: %s holds no pod\n", fs.Arg(0))
 		return 1
+	}
+	// crib run is an agent of its own beside any `crib agent` on the same
+	// runtime: its pods carry their own owner label and its files their
+	// own directory, so that neither agent takes the other's pods for
+	// strays. Named after the file, a second run of it adopts what a
+	// killed one left.
+	owner := runOwner(fs.Arg(0))
+	setup.agent.PodConfig.Owner = owner
+	if *flags.agentRoot == "" {
+		setup.agent.Root = filepath.Join(setup.cfg.Root, "agent", "runs", owner)
 	}
 
 	// The runtime outlives the agent so that teardown can finish.
@@ -140,4 +153,13 @@ func watchRun(a *agent.Agent, snap source.Snapshot, snapshots chan<- source.Snap
 			return 0
 		}
 	}
+}
+
+// runOwner is the owner label of the pods `crib run` makes from a file.
+func runOwner(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	sum := sha256.Sum256([]byte(path))
+	return "run-" + hex.EncodeToString(sum[:6])
 }

@@ -157,9 +157,16 @@ func (f *runtimeFakes) start(t *testing.T) *runningAgent {
 // startWith runs an agent on rt, which wraps f.rt.
 func (f *runtimeFakes) startWith(t *testing.T, rt internalapi.RuntimeService) *runningAgent {
 	t.Helper()
+	return f.startConfigured(t, rt, func(*Config) {})
+}
+
+// startConfigured runs an agent on rt with the suite's configuration as
+// changed by edit.
+func (f *runtimeFakes) startConfigured(t *testing.T, rt internalapi.RuntimeService, edit func(*Config)) *runningAgent {
+	t.Helper()
 	root := f.root
 	snaps := make(chan source.Snapshot)
-	a := New(Config{
+	cfg := Config{
 		Snapshots: snaps,
 		NodeName:  "node1",
 		Root:      root,
@@ -167,7 +174,9 @@ func (f *runtimeFakes) startWith(t *testing.T, rt internalapi.RuntimeService) *r
 		Runtime:   rt,
 		Images:    f.img,
 		Clock:     f.clk,
-	})
+	}
+	edit(&cfg)
+	a := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -725,5 +734,47 @@ func TestAgentRemovedManifestRunsPreStop(t *testing.T) {
 	want := []string{"ExecSync", "StopContainer", "StopPodSandbox", "RemoveContainer", "RemovePodSandbox"}
 	if !equalStrings(calls, want) {
 		t.Errorf("calls = %v, want %v", calls, want)
+	}
+}
+
+// Two agents on one runtime (`crib agent` and a `crib run` beside it) each
+// keep to their own pods: neither takes the other's for strays.
+func TestAgentsWithOwnersShareARuntime(t *testing.T) {
+	f := newRuntimeFakes(t)
+	node := f.start(t)
+	run := f.startConfigured(t, f.rt, func(c *Config) {
+		c.PodConfig.Owner = "run-1"
+		c.Root = filepath.Join(c.Root, "runs", "run-1")
+	})
+	snap := loadPods(t, twoPods)
+	web, db := podNamed(t, snap, "web"), podNamed(t, snap, "db")
+
+	node.send(t, only(snap, "web"))
+	node.waitRunning(t, f, web)
+	run.send(t, only(snap, "db"))
+	run.waitRunning(t, f, db)
+
+	// Relists, resyncs and housekeeping of both agents.
+	mark := f.mark()
+	f.clk.Step(10 * time.Second)
+	waitFor(t, "relists", func() bool { return count(f.callsSince(mark), "ListPodSandbox") >= 4 })
+	node.idle(t, web)
+	run.idle(t, db)
+	if got := mutatingCalls(f.callsSince(mark)); len(got) != 0 {
+		t.Fatalf("the agents touched pods: %v", got)
+	}
+	if _, ok := node.a.Store().Get(db.UID); ok {
+		t.Error("the node's agent lists the other agent's pod")
+	}
+
+	// The run ends: its pod goes, the node's stays.
+	run.send(t, only(snap))
+	waitFor(t, "db removed", func() bool {
+		sbs, cs, _ := f.podObjects(string(db.UID))
+		return len(sbs) == 0 && len(cs) == 0
+	})
+	node.idle(t, web)
+	if _, _, running := f.podObjects(string(web.UID)); running != 1 {
+		t.Errorf("the node's pod has %d running containers, want 1", running)
 	}
 }

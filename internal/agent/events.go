@@ -52,7 +52,7 @@ func (a *Agent) forwardEvents(ctx context.Context, events <-chan *runtimeapi.Con
 			return err
 		case ev := <-events:
 			sb := ev.GetPodSandboxStatus()
-			if sb.GetLabels()[labels.ManagedBy] != labels.ManagedByValue {
+			if sb.GetLabels()[labels.ManagedBy] != a.cfg.PodConfig.OwnerLabel() {
 				continue
 			}
 			if uid := sb.GetLabels()[labels.PodUID]; uid != "" {

@@ -92,8 +92,8 @@ func (a *Agent) relist(ctx context.Context, all bool) {
 	}
 }
 
-// housekeeping removes the volumes of pods that neither a manifest nor the
-// runtime knows any more and trims backoff records.
+// housekeeping removes the directories and cgroups of pods that neither a
+// manifest nor the runtime knows any more and trims backoff records.
 func (a *Agent) housekeeping(ctx context.Context) {
 	uids, err := a.volumes.Pods()
 	if err != nil {
@@ -108,41 +108,25 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		if wanted || running || a.workers.Busy(uid) {
 			continue
 		}
+		// The pod directory outlives the pod's cgroup (made after it,
+		// removed before it), so a pod of this agent's that lost its
+		// sandbox while the agent was down still has one: clean both.
+		// Only pods with a directory here are this agent's: another agent
+		// on the node has its own.
+		if a.cgroups != nil {
+			if err := a.cgroups.RemovePod(uid); err != nil {
+				a.log.Warn("remove the cgroup of a gone pod", "uid", uid, "err", err)
+				continue
+			}
+		}
 		if err := a.volumes.Remove(ctx, uid); err != nil {
 			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)
 		}
 	}
-	a.removeStrayCgroups()
 	a.crashBackoff.GC()
 	a.pullBackoff.GC()
 	if now := a.cfg.Clock.Now(); now.Sub(a.lastUsageCheck) >= usageCheckInterval {
 		a.lastUsageCheck = now
 		a.checkVolumeUsage()
-	}
-}
-
-// removeStrayCgroups removes pod cgroups that neither a manifest nor the
-// runtime accounts for, such as those of a pod torn down while the agent
-// was not running.
-func (a *Agent) removeStrayCgroups() {
-	if a.cgroups == nil {
-		return
-	}
-	pods, err := a.cgroups.Pods()
-	if err != nil {
-		a.log.Warn("list pod cgroups", "err", err)
-		return
-	}
-	for uid := range pods {
-		a.mu.Lock()
-		_, wanted := a.desired[uid]
-		_, running := a.fingerprints[uid]
-		a.mu.Unlock()
-		if wanted || running || a.workers.Busy(uid) {
-			continue
-		}
-		if err := a.cgroups.RemovePod(uid); err != nil {
-			a.log.Warn("remove a stray pod cgroup", "uid", uid, "err", err)
-		}
 	}
 }

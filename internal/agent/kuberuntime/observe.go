@@ -22,19 +22,17 @@ type PodRuntime struct {
 	Observed  plan.Observed
 }
 
-var managed = map[string]string{labels.ManagedBy: labels.ManagedByValue}
-
 // ListPods reads every sandbox and container the agent made and groups
 // them by pod UID. Statuses of containers that have exited never change, so
 // they are read once and remembered.
 func (m *Manager) ListPods(ctx context.Context) (map[string]*PodRuntime, error) {
-	return m.list(ctx, managed, true)
+	return m.list(ctx, map[string]string{labels.ManagedBy: m.cfg.PodConfig.OwnerLabel()}, true)
 }
 
 // ObservePod reads what the runtime holds for one pod. A pod the runtime
 // knows nothing of comes back empty, not as an error.
 func (m *Manager) ObservePod(ctx context.Context, uid string) (*PodRuntime, error) {
-	selector := map[string]string{labels.ManagedBy: labels.ManagedByValue, labels.PodUID: uid}
+	selector := map[string]string{labels.ManagedBy: m.cfg.PodConfig.OwnerLabel(), labels.PodUID: uid}
 	pods, err := m.list(ctx, selector, false)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,16 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		return res
 	}
 
+	volumes, err := m.cfg.Volumes.Prepare(ctx, pod, data.ConfigMaps, data.Secrets)
+	if err != nil {
+		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
+		res.SandboxError = err.Error()
+		res.Err = fmt.Errorf("prepare volumes: %w", err)
+		return res
+	}
+
+	// The pod cgroup comes after the pod's directory (made by the volumes),
+	// which is how the agent knows the cgroup is its own when it cleans up.
 	if m.cfg.Cgroups != nil {
 		// Every sync, so that a resized pod's limits follow its spec.
 		if _, err := m.cfg.Cgroups.EnsurePod(pod); err != nil {
@@ -88,13 +98,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 			}
 			m.cfg.Log.Warn("update pod cgroup", "pod", podKey(pod), "err", err)
 		}
-	}
-	volumes, err := m.cfg.Volumes.Prepare(ctx, pod, data.ConfigMaps, data.Secrets)
-	if err != nil {
-		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
-		res.SandboxError = err.Error()
-		res.Err = fmt.Errorf("prepare volumes: %w", err)
-		return res
 	}
 
 	sandboxID, podIPs := act.SandboxID, sandboxIPsByID(obs, act.SandboxID)

@@ -11,7 +11,9 @@ const (
 	PodNamespace = "io.kubernetes.pod.namespace"
 	PodUID       = "io.kubernetes.pod.uid"
 	// ManagedBy marks objects the agent created, so that it never adopts
-	// or removes what another client of the same runtime made.
+	// or removes what another client of the same runtime made. Its value
+	// names the agent (ManagedByValue for the node's `crib agent`), so
+	// that agents sharing a runtime leave each other's pods alone.
 	ManagedBy      = "io.crib.agent.managed"
 	ManagedByValue = "true"
 )

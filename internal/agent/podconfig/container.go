@@ -54,7 +54,7 @@ func ContainerConfig(in ContainerInput, opts Options) (*runtimeapi.ContainerConf
 		WorkingDir:  c.WorkingDir,
 		Envs:        make([]*runtimeapi.KeyValue, 0, len(env.names)),
 		Mounts:      mounts,
-		Labels:      containerLabels(in),
+		Labels:      containerLabels(in, opts.OwnerLabel()),
 		Annotations: containerAnnotations(in),
 		LogPath:     ContainerLogPath(c.Name, in.RestartCount),
 		Stdin:       c.Stdin,
@@ -88,13 +88,13 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 	return out
 }
 
-func containerLabels(in ContainerInput) map[string]string {
+func containerLabels(in ContainerInput, owner string) map[string]string {
 	return map[string]string{
 		labels.PodName:       in.Pod.Name,
 		labels.PodNamespace:  in.Pod.Namespace,
 		labels.PodUID:        string(in.Pod.UID),
 		labels.ContainerName: in.Container.Name,
-		labels.ManagedBy:     labels.ManagedByValue,
+		labels.ManagedBy:     owner,
 	}
 }
 

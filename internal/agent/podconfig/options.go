@@ -1,6 +1,8 @@
 package podconfig
 
 import (
+	"github.com/crib-dev/crib/internal/agent/labels"
+
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -12,6 +14,11 @@ type Options struct {
 	// PodLogRoot is the directory pod log directories go under, normally
 	// "/var/log/pods".
 	PodLogRoot string
+	// Owner is the value of the labels.ManagedBy label on everything the
+	// agent creates, which is how agents sharing a runtime tell their pods
+	// apart (`crib agent` and a `crib run` beside it). Empty means
+	// labels.ManagedByValue, the one agent of the node.
+	Owner string
 	// CgroupParent is where the per-QoS pod cgroups go, as the kubelet lays
 	// them out: <CgroupParent>/pod<uid> for Guaranteed pods and
 	// <CgroupParent>/{burstable,besteffort}/pod<uid> for the others
@@ -97,4 +104,12 @@ type ContainerInput struct {
 	// caller, mode 0666) mounted at the container's terminationMessagePath.
 	// Empty mounts nothing.
 	TerminationMessageHostPath string
+}
+
+// OwnerLabel is the value of the labels.ManagedBy label for these options.
+func (o Options) OwnerLabel() string {
+	if o.Owner == "" {
+		return labels.ManagedByValue
+	}
+	return o.Owner
 }

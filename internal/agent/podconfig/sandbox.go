@@ -36,7 +36,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 			Uid:       string(pod.UID),
 			Attempt:   attempt,
 		},
-		Labels:       sandboxLabels(pod),
+		Labels:       sandboxLabels(pod, opts.OwnerLabel()),
 		Annotations:  maps.Clone(pod.Annotations),
 		DnsConfig:    dns,
 		LogDirectory: PodLogDirectory(opts.PodLogRoot, pod),
@@ -91,7 +91,7 @@ func checkIdentity(pod *corev1.Pod) error {
 
 // sandboxLabels are the pod's labels with the agent's identity labels over
 // them.
-func sandboxLabels(pod *corev1.Pod) map[string]string {
+func sandboxLabels(pod *corev1.Pod, owner string) map[string]string {
 	l := maps.Clone(pod.Labels)
 	if l == nil {
 		l = map[string]string{}
@@ -99,7 +99,7 @@ func sandboxLabels(pod *corev1.Pod) map[string]string {
 	l[labels.PodName] = pod.Name
 	l[labels.PodNamespace] = pod.Namespace
 	l[labels.PodUID] = string(pod.UID)
-	l[labels.ManagedBy] = labels.ManagedByValue
+	l[labels.ManagedBy] = owner
 	return l
 }
 
