@@ -154,15 +154,17 @@ type cribAgent struct {
 	Dir, Binary, Config, Log          string
 	Root, State, Socket, CgroupParent string
 	Manifests, AgentRoot, LogRoot     string
-	StatusAddr                        string
-	image                             string
-	status                            *status.Client
-	cmd                               *exec.Cmd
-	done                              chan struct{}
-	waitErr                           error
-	rt                                internalapi.RuntimeService
-	uids                              map[string]bool
-	clean                             bool
+	// CgroupRoot is where the agent makes pod cgroups (--cgroup-root).
+	CgroupRoot string
+	StatusAddr string
+	image      string
+	status     *status.Client
+	cmd        *exec.Cmd
+	done       chan struct{}
+	waitErr    error
+	rt         internalapi.RuntimeService
+	uids       map[string]bool
+	clean      bool
 }
 
 // newCribAgent prepares the directories, config and image of a `crib
@@ -191,6 +193,7 @@ func newCribAgent(t *testing.T) *cribAgent {
 		State:        filepath.Join(dir, "state"),
 		Socket:       filepath.Join(dir, "state", "crib.sock"),
 		CgroupParent: "/" + filepath.Base(dir),
+		CgroupRoot:   filepath.Base(dir) + "-pods",
 		Manifests:    filepath.Join(dir, "manifests"),
 		AgentRoot:    filepath.Join(dir, "agent"),
 		LogRoot:      filepath.Join(dir, "logs"),
@@ -199,9 +202,6 @@ func newCribAgent(t *testing.T) *cribAgent {
 		uids:         map[string]bool{},
 	}
 	a.status = status.NewClient("http://" + a.StatusAddr)
-	if other := a.foreignPodCgroups(); len(other) > 0 {
-		t.Logf("warning: another agent's pod cgroups are under /kubepods (%v): it and this test's agent will kill each other's pods", other)
-	}
 	t.Cleanup(a.cleanup)
 	for _, d := range []string{a.Manifests, a.AgentRoot, a.LogRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -270,7 +270,7 @@ func (a *cribAgent) startErr() error {
 	fmt.Fprintf(logf, "=== crash test: starting crib agent at %s\n", time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(a.Binary, "agent", "--config", a.Config, "--manifests", a.Manifests,
 		"--pod-log-root", a.LogRoot, "--agent-root", a.AgentRoot, "--status-address", a.StatusAddr,
-		"--cgroup-driver", "cgroupfs")
+		"--cgroup-driver", "cgroupfs", "--cgroup-root", a.CgroupRoot)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -491,33 +491,16 @@ func (a *cribAgent) leftovers() []string {
 }
 
 // podCgroups are the cgroups of the pods seen, in every hierarchy, where
-// the cgroupfs driver puts them: /kubepods[/<qos>]/pod<uid>.
+// the cgroupfs driver puts them: /<CgroupRoot>[/<qos>]/pod<uid>.
 func (a *cribAgent) podCgroups() []string {
 	var out []string
 	for uid := range a.uids {
 		for _, qos := range []string{"", "besteffort", "burstable"} {
-			matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "kubepods", qos, "pod"+uid))
+			matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", a.CgroupRoot, qos, "pod"+uid))
 			out = append(out, matches...)
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// foreignPodCgroups are pod cgroups under /kubepods of pods this test did
-// not see: another agent's. Agents sharing /kubepods remove each other's
-// pod cgroups, killing what runs in them, so a failure with these around
-// may be that.
-func (a *cribAgent) foreignPodCgroups() []string {
-	var out []string
-	for _, qos := range []string{"", "besteffort", "burstable"} {
-		matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/memory/kubepods", qos, "pod*"))
-		for _, m := range matches {
-			if !a.uids[strings.TrimPrefix(filepath.Base(m), "pod")] {
-				out = append(out, m)
-			}
-		}
-	}
 	return out
 }
 
@@ -596,19 +579,15 @@ func (a *cribAgent) cleanup() {
 			t.Errorf("cleanup: %v", err)
 		}
 	}
-	// The QoS and root cgroups of pods go only when no pod of anybody
-	// else's is under them (rmdir fails on a cgroup with children).
+	// Then the agent's root and QoS cgroups, the test's own.
 	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, h := range hierarchies {
-		base := filepath.Join("/sys/fs/cgroup", h.Name(), "kubepods")
+		base := filepath.Join("/sys/fs/cgroup", h.Name(), a.CgroupRoot)
 		for _, d := range []string{filepath.Join(base, "besteffort"), filepath.Join(base, "burstable"), base} {
 			_ = os.Remove(d)
 		}
 	}
 	if t.Failed() {
-		if other := a.foreignPodCgroups(); len(other) > 0 {
-			t.Logf("other pod cgroups under /kubepods: %v; another agent using /kubepods kills the pods it does not know (and this one kills its)", other)
-		}
 		t.Logf("crib agent log (tail):\n%s", a.logTail())
 	}
 	if err := os.RemoveAll(a.Dir); err != nil {
