@@ -37,6 +37,7 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, reasonErrImageNeverPull, msg)
 		return nil, fmt.Errorf("%s: %w", msg, errWaiting)
 	case present != nil && c.ImagePullPolicy != corev1.PullAlways:
+		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 		return present, nil
 	}
 
