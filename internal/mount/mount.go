@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -183,4 +184,16 @@ func unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// BindFD bind-mounts the file or directory that the open descriptor fd
+// refers to on target, through its /proc/self/fd link. The caller opened fd
+// without following symlinks, so what gets mounted is exactly the object it
+// checked, whatever has been renamed or replaced by a symlink since. fd may
+// be an O_PATH descriptor. The mount is not recursive.
+func BindFD(fd int, target string) error {
+	if fd < 0 {
+		return fmt.Errorf("bind fd %d on %s: %w", fd, target, unix.EBADF)
+	}
+	return Bind("/proc/self/fd/"+strconv.Itoa(fd), target)
 }
