@@ -28,15 +28,25 @@
 // the kernel's default (half of RAM) without one. Every tmpfs is nosuid,nodev.
 // ReadOnly tells the caller which volumes must be mounted read-only.
 //
+// PrepareSubPath makes a volumeMount's subPath safe to mount, as the kubelet
+// does since CVE-2017-1002101: the subPath is opened component by component
+// under the volume without following symlinks (a symlink on the way must
+// resolve inside the volume; missing directories are created), and the
+// object opened is bind-mounted through its descriptor on
+// <Root>/<uid>/volume-subpaths/<volume>/<container>/<index>, the path the
+// runtime then mounts. A symlink a container planted in its volume can
+// therefore never make the runtime mount a host path.
+//
 // The package does not bind-mount anything into containers (the runtime does
-// that from the paths Prepare returns), does not evict pods (Usage and
+// that from the paths Prepare and PrepareSubPath return), does not evict pods (Usage and
 // OverLimit give the agent what it needs to decide), and keeps no state in
 // memory: what is on disk and in /proc/self/mountinfo is the truth, so an
 // agent restart or a crash half-way through Prepare needs no recovery beyond
 // calling Prepare or Remove again. Only internal/mount calls mount(2).
 //
 // Invariants: Prepare is idempotent (an emptyDir keeps its content, a tmpfs
-// is never mounted twice, unchanged configMap data is not rewritten); Remove
+// is never mounted twice, unchanged configMap data is not rewritten);
+// PrepareSubPath never stacks mounts on one target; Remove
 // unmounts every mount under the pod directory before deleting anything,
 // refuses to delete while any mount remains, and never follows a symlink
 // (a container may plant symlinks in its emptyDir).
