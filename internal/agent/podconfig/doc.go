@@ -10,8 +10,9 @@
 // directories or subPath directories, never looks up images, ConfigMaps or
 // Secrets. Everything it needs from the outside world comes in through
 // Options (node facts) and ContainerInput (pod IPs, the image's user, the
-// host paths of prepared volumes, the ConfigMaps and Secrets of the pod's
-// namespace). The caller performs the effects the configs describe.
+// host paths of prepared volumes and subPaths, the ConfigMaps and Secrets of
+// the pod's namespace). The caller performs the effects the configs
+// describe; SubPaths tells it which subPaths to prepare.
 //
 // Invariants: the same input always yields the same config (environment
 // variables, mounts and port mappings come out in a fixed order, so a hash

@@ -12,12 +12,11 @@ import (
 )
 
 // makeMounts is the kubelet's makeMounts for one container: each
-// volumeMount at the host path the volume package prepared, narrowed by
-// subPath (or subPathExpr expanded against the container's environment),
-// then the termination-message file. recursiveReadOnly IfPossible is taken
-// as Disabled: whether the runtime supports it is not known here. It does not create subPath
-// directories: the caller must make sure every HostPath exists (and, for
-// a subPath, resolves inside its volume) before CreateContainer.
+// volumeMount at the host path the volume package prepared, or for a
+// subPath (or subPathExpr expanded against the container's environment) at
+// the host path prepared for that mount in ContainerInput.SubPaths, then
+// the termination-message file. recursiveReadOnly IfPossible is taken as
+// Disabled: whether the runtime supports it is not known here.
 func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 	c := in.Container
 	var mounts []*runtimeapi.Mount
@@ -28,18 +27,15 @@ func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 		if !ok || hostPath == "" {
 			return nil, fmt.Errorf("%s: volume %q to mount into container %q: %w", field, vm.Name, c.Name, errdefs.ErrNotFound)
 		}
-		subPath := vm.SubPath
-		if vm.SubPathExpr != "" {
-			var err error
-			if subPath, err = expandSubPath(vm.SubPathExpr, env); err != nil {
-				return nil, fmt.Errorf("%s: %w", field, err)
-			}
+		subPath, err := subPathOf(vm, env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		if subPath != "" {
-			if err := checkSubPath(subPath); err != nil {
-				return nil, fmt.Errorf("%s: %w", field, err)
+			hostPath = in.SubPaths[i]
+			if hostPath == "" {
+				return nil, fmt.Errorf("%s: subPath %q of container %q was not prepared: %w", field, subPath, c.Name, errdefs.ErrFailedPrecondition)
 			}
-			hostPath = filepath.Join(hostPath, subPath)
 		}
 		prop, err := propagation(vm.MountPropagation, c)
 		if err != nil {
@@ -66,6 +62,60 @@ func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 		})
 	}
 	return mounts, nil
+}
+
+// SubPaths returns, by index in the container's volumeMounts, the subPath
+// of every volumeMount that has one: subPath as written, or subPathExpr
+// expanded against the container's environment (so in needs what the
+// environment needs: ConfigMaps, Secrets, pod IPs). Each is checked to be
+// relative and free of "..". The caller prepares each on the host (the
+// volume package resolves it safely) and puts the results in
+// ContainerInput.SubPaths before calling ContainerConfig. A container
+// without subPaths returns an empty map.
+func SubPaths(in ContainerInput, opts Options) (map[int]string, error) {
+	if in.Container == nil {
+		return nil, fmt.Errorf("container is nil: %w", errdefs.ErrInvalidArgument)
+	}
+	c := in.Container
+	env := &envList{}
+	if slices.ContainsFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.SubPathExpr != "" }) {
+		if err := checkIdentity(in.Pod); err != nil {
+			return nil, err
+		}
+		var err error
+		if env, err = makeEnv(in, opts); err != nil {
+			return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		}
+	}
+	out := map[int]string{}
+	for i := range c.VolumeMounts {
+		vm := &c.VolumeMounts[i]
+		sub, err := subPathOf(vm, env)
+		if err != nil {
+			return nil, fmt.Errorf("container %q: volumeMounts[%d] (%s): %w", c.Name, i, vm.Name, err)
+		}
+		if sub != "" {
+			out[i] = sub
+		}
+	}
+	return out, nil
+}
+
+// subPathOf returns the checked subPath of vm, "" when it has none.
+func subPathOf(vm *corev1.VolumeMount, env *envList) (string, error) {
+	subPath := vm.SubPath
+	if vm.SubPathExpr != "" {
+		var err error
+		if subPath, err = expandSubPath(vm.SubPathExpr, env); err != nil {
+			return "", err
+		}
+	}
+	if subPath != "" {
+		if err := checkSubPath(subPath); err != nil {
+			return "", err
+		}
+	}
+	return subPath, nil
 }
 
 // expandSubPath expands subPathExpr; unlike command and args, a variable

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -28,6 +29,7 @@ func TestMounts(t *testing.T) {
 		privileged bool
 		env        []corev1.EnvVar
 		termHost   string
+		subPaths   map[int]string
 		want       []*runtimeapi.Mount
 		class      error
 		msg        []string
@@ -42,15 +44,26 @@ func TestMounts(t *testing.T) {
 			},
 		},
 		{
-			name:   "subPath",
-			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a/b"}},
-			want:   []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: volumes["data"] + "/a/b", Propagation: private}},
+			name:     "subPath",
+			mounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/d"}, {Name: "data", MountPath: "/e", SubPath: "a/b"}},
+			subPaths: map[int]string{1: "/pods/u/volume-subpaths/data/app/1"},
+			want: []*runtimeapi.Mount{
+				{ContainerPath: "/d", HostPath: volumes["data"], Propagation: private},
+				{ContainerPath: "/e", HostPath: "/pods/u/volume-subpaths/data/app/1", Propagation: private},
+			},
 		},
 		{
-			name:   "subPathExpr",
-			env:    []corev1.EnvVar{{Name: "POD", Value: "web"}},
-			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "logs/$(POD)"}},
-			want:   []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: volumes["data"] + "/logs/web", Propagation: private}},
+			name:     "subPath not prepared is never joined to the volume path",
+			mounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a/b"}},
+			subPaths: map[int]string{1: "/pods/u/volume-subpaths/data/app/1"},
+			class:    errdefs.ErrFailedPrecondition, msg: []string{"volumeMounts[0] (data)", `"a/b"`, "not prepared"},
+		},
+		{
+			name:     "subPathExpr",
+			env:      []corev1.EnvVar{{Name: "POD", Value: "web"}},
+			mounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "logs/$(POD)"}},
+			subPaths: map[int]string{0: "/prepared"},
+			want:     []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/prepared", Propagation: private}},
 		},
 		{
 			name:   "subPathExpr with unset variable",
@@ -68,9 +81,10 @@ func TestMounts(t *testing.T) {
 			class:  errdefs.ErrInvalidArgument, msg: []string{"absolute"},
 		},
 		{
-			name:   "subPath with .. in a name is fine",
-			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a..b"}},
-			want:   []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: volumes["data"] + "/a..b", Propagation: private}},
+			name:     "subPath with .. in a name is fine",
+			mounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: "a..b"}},
+			subPaths: map[int]string{0: "/prepared"},
+			want:     []*runtimeapi.Mount{{ContainerPath: "/d", HostPath: "/prepared", Propagation: private}},
 		},
 		{
 			name:   "missing volume",
@@ -142,6 +156,7 @@ func TestMounts(t *testing.T) {
 			cfg, err := ContainerConfig(testInput(pod, func(in *ContainerInput) {
 				in.Volumes = volumes
 				in.TerminationMessageHostPath = tt.termHost
+				in.SubPaths = tt.subPaths
 			}), Options{})
 			checkErr(t, err, tt.class, tt.msg...)
 			if err != nil {
@@ -149,6 +164,66 @@ func TestMounts(t *testing.T) {
 			}
 			if d := diffProto(tt.want, cfg.Mounts); d != "" {
 				t.Errorf("mounts (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestSubPaths(t *testing.T) {
+	tests := []struct {
+		name   string
+		mounts []corev1.VolumeMount
+		env    []corev1.EnvVar
+		want   map[int]string
+		class  error
+		msg    []string
+	}{
+		{
+			name:   "none",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d"}},
+			want:   map[int]string{},
+		},
+		{
+			name: "subPath and subPathExpr by index",
+			env:  []corev1.EnvVar{{Name: "POD", Value: "web"}},
+			mounts: []corev1.VolumeMount{
+				{Name: "data", MountPath: "/d"},
+				{Name: "data", MountPath: "/e", SubPath: "a/b"},
+				{Name: "data", MountPath: "/f", SubPathExpr: "logs/$(POD)"},
+			},
+			want: map[int]string{1: "a/b", 2: "logs/web"},
+		},
+		{
+			name:   "unset variable",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "$(NOPE)"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{`container "app"`, "volumeMounts[0] (data)", "NOPE"},
+		},
+		{
+			name:   "expansion that steps out",
+			env:    []corev1.EnvVar{{Name: "UP", Value: ".."}},
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "$(UP)/x"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"'..'"},
+		},
+		{
+			name:   "absolute",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d"}, {Name: "data", MountPath: "/e", SubPath: "/etc"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"volumeMounts[1] (data)", "absolute"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(func(p *corev1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.VolumeMounts = tt.mounts
+				c.Env = tt.env
+			})
+			got, err := SubPaths(testInput(pod), Options{})
+			checkErr(t, err, tt.class, tt.msg...)
+			if err != nil {
+				return
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("SubPaths (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -96,6 +96,13 @@ type ContainerInput struct {
 	// Volumes maps a pod volume name to the host path the volume package
 	// prepared for it.
 	Volumes map[string]string
+	// SubPaths maps the index of a volumeMount in Container.VolumeMounts
+	// that has a subPath or subPathExpr to the host path the volume package
+	// prepared for it (volume.Manager.PrepareSubPath, fed with what
+	// SubPaths returns). Every such volumeMount must have one: its host
+	// path is never joined from the volume's path here, since a symlink a
+	// container planted in the volume would lead the runtime anywhere.
+	SubPaths map[int]string
 	// ConfigMaps and Secrets are the objects the pod may refer to, keyed
 	// "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
