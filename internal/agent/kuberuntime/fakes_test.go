@@ -224,14 +224,30 @@ func (r *recRuntime) allSandboxIDs() map[string]bool {
 type fakeVolumes struct {
 	log        *callLog
 	prepareErr error
+	subPathErr error
 }
 
+// Prepare gives each of the pod's volumes the host path /vol/<name>.
 func (v *fakeVolumes) Prepare(_ context.Context, pod *corev1.Pod, _ map[string]*corev1.ConfigMap, _ map[string]*corev1.Secret) (map[string]string, error) {
 	v.log.add("Volumes.Prepare:%s", pod.UID)
 	if v.prepareErr != nil {
 		return nil, v.prepareErr
 	}
-	return map[string]string{}, nil
+	paths := map[string]string{}
+	for _, vol := range pod.Spec.Volumes {
+		paths[vol.Name] = "/vol/" + vol.Name
+	}
+	return paths, nil
+}
+
+// PrepareSubPath records its arguments and returns
+// /subpaths/<volume>/<container>/<index>.
+func (v *fakeVolumes) PrepareSubPath(uid, volumeName, volumePath, subPath, container string, index int) (string, error) {
+	v.log.add("Volumes.PrepareSubPath:%s:%s:%s:%s:%s:%d", uid, volumeName, volumePath, subPath, container, index)
+	if v.subPathErr != nil {
+		return "", v.subPathErr
+	}
+	return fmt.Sprintf("/subpaths/%s/%s/%d", volumeName, container, index), nil
 }
 
 func (v *fakeVolumes) Remove(_ context.Context, uid string) error {

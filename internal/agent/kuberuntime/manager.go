@@ -26,6 +26,10 @@ type Volumes interface {
 	Prepare(ctx context.Context, pod *corev1.Pod, configMaps map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret) (map[string]string, error)
 	Remove(ctx context.Context, uid string) error
 	TerminationMessagePath(uid, container string, restartCount uint32) (string, error)
+	// PrepareSubPath resolves subPath safely inside the volume at
+	// volumePath and returns the host path to mount instead (see
+	// volume.Manager.PrepareSubPath).
+	PrepareSubPath(uid, volumeName, volumePath, subPath, container string, index int) (string, error)
 }
 
 // Cgroups makes and removes the pod-level cgroups the kubelet keeps per

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -71,6 +72,9 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		Secrets:                    env.data.Secrets,
 		TerminationMessageHostPath: msgPath,
 	}
+	if in.SubPaths, err = m.prepareSubPaths(in); err != nil {
+		return m.startFailed(pod, c, reasonCreateConfigError, err)
+	}
 	config, err := podconfig.ContainerConfig(in, m.cfg.PodConfig)
 	if err != nil {
 		return m.startFailed(pod, c, reasonCreateConfigError, err)
@@ -97,6 +101,36 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		}
 	}
 	return nil
+}
+
+// prepareSubPaths has the volumes bind-mount every subPath of the
+// container safely (a symlink planted in a volume must never lead the
+// runtime to a host path) and returns their host paths by volumeMount
+// index. It runs on every create, so a recreated container gets mounts
+// that match the volume as it is now.
+func (m *Manager) prepareSubPaths(in podconfig.ContainerInput) (map[int]string, error) {
+	subs, err := podconfig.SubPaths(in, m.cfg.PodConfig)
+	if err != nil || len(subs) == 0 {
+		return nil, err
+	}
+	c, uid := in.Container, string(in.Pod.UID)
+	out := make(map[int]string, len(subs))
+	for i, vm := range c.VolumeMounts {
+		sub, ok := subs[i]
+		if !ok {
+			continue
+		}
+		volumePath := in.Volumes[vm.Name]
+		if volumePath == "" {
+			return nil, fmt.Errorf("container %q: volumeMounts[%d] (%s): volume %q to mount: %w", c.Name, i, vm.Name, vm.Name, errdefs.ErrNotFound)
+		}
+		p, err := m.cfg.Volumes.PrepareSubPath(uid, vm.Name, volumePath, sub, c.Name, i)
+		if err != nil {
+			return nil, fmt.Errorf("container %q: volumeMounts[%d] (%s): %w", c.Name, i, vm.Name, err)
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // checkCrashBackoff holds back a container whose last instance exited
