@@ -37,6 +37,7 @@ var parallelScenarios = []scenario{
 	{"RejectedEditKeepsData", testRejectedEditKeepsData},
 	{"ImagePullNever", testPullNever},
 	{"ImagePullBackOff", testPullBackOff},
+	{"SubPathSymlinkRefused", testSubPath},
 }
 
 // TestScenarios runs the scenarios in parallel on one agent, then the
