@@ -17,9 +17,13 @@ import (
 const keepPerName = 2
 
 // CollectGarbage removes what the pod no longer needs — exited containers
-// beyond the newest two of each name, every exited container of an older
-// sandbox, and older sandboxes that are no longer ready and hold nothing —
-// and returns the observation without them.
+// beyond the newest two of each name, exited containers of older sandboxes
+// unless they are the newest instance of their name, and older sandboxes
+// that are no longer ready and hold nothing — and returns the observation
+// without them. The newest instance of a name is kept whatever its
+// sandbox, as the kubelet's container GC does: it carries the restart
+// count, the crash-loop backoff and, under OnFailure, the fact that the
+// container already succeeded, across a sandbox's replacement.
 func (m *Manager) CollectGarbage(ctx context.Context, pr *PodRuntime) (plan.Observed, error) {
 	obs := pr.Observed
 	if len(obs.Sandboxes) == 0 {
@@ -31,7 +35,8 @@ func (m *Manager) CollectGarbage(ctx context.Context, pr *PodRuntime) (plan.Obse
 	var errs []error
 	for _, c := range obs.Containers {
 		seen[c.Name]++
-		collect := c.State == plan.ContainerExited && (c.SandboxID != newest || seen[c.Name] > keepPerName)
+		collect := c.State == plan.ContainerExited &&
+			(seen[c.Name] > keepPerName || (c.SandboxID != newest && seen[c.Name] > 1))
 		if !collect {
 			kept = append(kept, c)
 			continue
