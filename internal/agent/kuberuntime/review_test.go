@@ -31,7 +31,6 @@ func (e *env) sandboxDies() {
 // on the sync after the sandbox was recreated, so the plan sees no instance
 // of "done" and starts it again as "not started yet".
 func TestReviewOnFailureSucceededContainerNotRerunAfterSandboxRecreate(t *testing.T) {
-	t.Skip("bug: CollectGarbage drops exited containers of old sandboxes; an OnFailure container that succeeded reruns after a sandbox recreate")
 	e := newEnv(t)
 	pod := testPod(func(p *corev1.Pod) {
 		p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -64,7 +63,6 @@ func TestReviewOnFailureSucceededContainerNotRerunAfterSandboxRecreate(t *testin
 // none, reads the count back from the log directory
 // (calcRestartCountByLogDir).
 func TestReviewRestartCountAndBackoffSurviveSandboxRecreate(t *testing.T) {
-	t.Skip("bug: after a sandbox recreate during CrashLoopBackOff the container restarts at once with restartCount 0")
 	e := newEnv(t)
 	pod := testPod()
 	e.mustSync(pod)
@@ -103,7 +101,6 @@ func TestReviewRestartCountAndBackoffSurviveSandboxRecreate(t *testing.T) {
 // issue says manifest edits are never ignored (the kubelet's edited static
 // pod gets a new UID, so it always re-runs).
 func TestReviewPodLevelSecurityEditRestartsContainers(t *testing.T) {
-	t.Skip("bug: an edit of pod-level securityContext.seccompProfile/appArmorProfile/runAsNonRoot is ignored")
 	e := newEnv(t)
 	pod := testPod()
 	e.mustSync(pod)
@@ -128,7 +125,6 @@ func TestReviewPodLevelSecurityEditRestartsContainers(t *testing.T) {
 // DNS. The same happens on a crib upgrade that changes anything podconfig
 // writes into a sandbox config.
 func TestReviewHostResolvConfChangeDoesNotRecreateSandboxes(t *testing.T) {
-	t.Skip("bug: a host resolv.conf change between agent restarts recreates every pod's sandbox")
 	e := newEnv(t, func(c *Config) {
 		c.PodConfig.HostDNS = &runtimeapi.DNSConfig{Servers: []string{"192.0.2.1"}, Searches: []string{"lan"}}
 	})

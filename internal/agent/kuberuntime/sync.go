@@ -138,8 +138,16 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 	if err != nil {
 		return nil, err
 	}
-	hashed := proto.Clone(cfg).(*runtimeapi.PodSandboxConfig)
-	hashed.Metadata.Attempt = 0
+	// The hash covers what the pod asks for, not what the node happens to
+	// be: a changed host resolv.conf or address must not replace every
+	// sandbox when the agent restarts (the kubelet ignores them too).
+	podOnly := m.cfg.PodConfig
+	podOnly.HostDNS, podOnly.HostIPs = nil, nil
+	podOnly.NodeMemoryBytes, podOnly.NodeMilliCPU = 0, 0
+	hashed, err := podconfig.SandboxConfig(pod, 0, podOnly)
+	if err != nil {
+		return nil, err
+	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(hashed)
 	if err != nil {
 		return nil, fmt.Errorf("hash sandbox config: %w", err)

@@ -8,18 +8,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// hashedContainer is what ContainerHash covers: the whole container spec
-// and the definitions of the pod volumes it uses.
+// hashedContainer is what ContainerHash covers: the whole container spec,
+// the definitions of the pod volumes it uses, and the pod-level fields
+// that go into every container's config (the pod's security context —
+// seccomp, AppArmor, run-as-user and groups — and the service account the
+// downward API can expose).
 type hashedContainer struct {
-	Container *corev1.Container `json:"container"`
-	Volumes   []corev1.Volume   `json:"volumes,omitempty"`
+	Container       *corev1.Container          `json:"container"`
+	Volumes         []corev1.Volume            `json:"volumes,omitempty"`
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	ServiceAccount  string                     `json:"serviceAccount,omitempty"`
 }
 
 // ContainerHash returns a hash of everything that, when it changes, must
 // restart container c of pod: the whole container spec (image, command,
-// args, env, resources, probes, mounts, ...) plus the pod volumes that its
+// args, env, resources, probes, mounts, ...), the pod volumes that its
 // volumeMounts and volumeDevices reference, so that editing a volume's
-// definition restarts the containers that use it.
+// definition restarts the containers that use it, and the pod-level fields
+// every container's config is made from.
 //
 // The hash is the first 16 hex digits of the SHA-256 of the JSON encoding.
 // encoding/json writes struct fields in declaration order and map keys
@@ -30,6 +36,10 @@ type hashedContainer struct {
 // does not happen in practice.
 func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
 	h := hashedContainer{Container: c, Volumes: usedVolumes(pod, c)}
+	if pod != nil {
+		h.SecurityContext = pod.Spec.SecurityContext
+		h.ServiceAccount = pod.Spec.ServiceAccountName
+	}
 	b, err := json.Marshal(h)
 	if err != nil {
 		// The core/v1 types always encode; keep the function total anyway.
