@@ -93,6 +93,9 @@ type Agent struct {
 	// admitted and rejected record admission decisions by UID.
 	admitted map[string]bool
 	rejected map[string]*rejection
+	// fresh marks pods whose manifest changed since their status was last
+	// computed: the new version's status does not build on the old one's.
+	fresh map[string]bool
 	// evicted holds why a pod was evicted; it stays down until its
 	// manifest changes.
 	evicted map[string]string
@@ -142,6 +145,7 @@ func New(cfg Config) *Agent {
 		started:      map[string]bool{},
 		fingerprints: map[string]string{},
 		evicted:      map[string]string{},
+		fresh:        map[string]bool{},
 		admitted:     map[string]bool{},
 		rejected:     map[string]*rejection{},
 	}
@@ -232,9 +236,9 @@ func (a *Agent) healthy() error {
 	return nil
 }
 
-// apply takes a new manifest snapshot and syncs every pod it adds, changes
-// or removes.
-func (a *Agent) apply(snap source.Snapshot) {
+// apply takes a new manifest snapshot and, when sync is set, syncs every
+// pod it adds, changes or removes.
+func (a *Agent) apply(snap source.Snapshot, sync bool) {
 	next := map[string]*corev1.Pod{}
 	for _, p := range snap.Pods {
 		next[string(p.UID)] = p
@@ -254,6 +258,9 @@ func (a *Agent) apply(snap source.Snapshot) {
 			changed = append(changed, uid)
 			delete(a.evicted, uid)
 			a.forgetAdmission(uid)
+			if ok {
+				a.fresh[uid] = true
+			}
 		}
 		a.known[uid] = p
 		if _, ok := a.firstSeen[uid]; !ok {
@@ -282,6 +289,9 @@ func (a *Agent) apply(snap source.Snapshot) {
 		}
 	}
 	a.mu.Unlock()
+	if !sync {
+		return
+	}
 	for _, uid := range changed {
 		a.workers.Sync(uid)
 	}

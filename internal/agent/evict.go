@@ -91,7 +91,7 @@ func (a *Agent) keepEvicted(ctx context.Context, pod *corev1.Pod, msg string) ti
 	if after, err := a.rt.ObservePod(ctx, uid); err == nil {
 		pr = after
 	}
-	st := a.computeStatus(pod, pr.Observed, noResult, "")
+	st := a.computeStatus(pod, pr.Observed, noResult, false)
 	st.Phase = corev1.PodFailed
 	st.Reason = reasonEvicted
 	st.Message = msg

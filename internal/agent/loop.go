@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/crib-dev/crib/internal/agent/kuberuntime"
+	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/source"
 )
 
@@ -29,10 +31,19 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 				snapshots = nil
 				continue
 			}
-			a.apply(snap)
-			if !haveSnapshot {
-				haveSnapshot = true
-				a.relist(ctx, true)
+			if haveSnapshot {
+				a.apply(snap, true)
+				continue
+			}
+			// The first snapshot syncs nothing by itself: the first relist
+			// first records which pods already run (they keep their
+			// admission), then syncs every pod, wanted or found.
+			haveSnapshot = true
+			a.apply(snap, false)
+			if !a.relist(ctx, true) {
+				for _, uid := range a.desiredUIDs() {
+					a.workers.Sync(uid)
+				}
 			}
 		case <-relist.C():
 			if haveSnapshot {
@@ -52,12 +63,13 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 
 // relist reads the runtime and syncs every pod whose containers changed
 // since the last relist, and every pod the runtime holds that no manifest
-// asks for. all syncs every pod found.
-func (a *Agent) relist(ctx context.Context, all bool) {
+// asks for. all syncs every pod found or wanted. It reports whether the
+// runtime answered.
+func (a *Agent) relist(ctx context.Context, all bool) bool {
 	pods, err := a.rt.ListPods(ctx)
 	if err != nil {
 		a.log.Warn("relist failed", "err", err)
-		return
+		return false
 	}
 	a.mu.Lock()
 	var dirty []string
@@ -70,6 +82,15 @@ func (a *Agent) relist(ctx context.Context, all bool) {
 			dirty = append(dirty, uid)
 		}
 		a.fingerprints[uid] = fp
+		if all && wanted && live(p) {
+			// The first relist after a start: a pod that runs was admitted
+			// by the agent before, and keeps its place ahead of pods that
+			// are new; its start was measured then.
+			if _, rejected := a.rejected[uid]; !rejected {
+				a.admitted[uid] = true
+			}
+			a.started[uid] = true
+		}
 	}
 	for uid := range a.fingerprints {
 		if !seen[uid] {
@@ -90,6 +111,7 @@ func (a *Agent) relist(ctx context.Context, all bool) {
 		// may have come after that sync looked.
 		a.workers.Sync(uid)
 	}
+	return true
 }
 
 // housekeeping removes the directories and cgroups of pods that neither a
@@ -129,4 +151,14 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		a.lastUsageCheck = now
 		a.checkVolumeUsage()
 	}
+}
+
+// live reports whether any container of the pod runs or is about to.
+func live(p *kuberuntime.PodRuntime) bool {
+	for _, c := range p.Observed.Containers {
+		if c.State == plan.ContainerRunning || c.State == plan.ContainerCreated {
+			return true
+		}
+	}
+	return false
 }

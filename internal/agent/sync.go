@@ -61,8 +61,8 @@ func (a *Agent) syncPod(ctx context.Context, uid string) time.Duration {
 	if after, err := a.rt.ObservePod(ctx, uid); err == nil {
 		obs = after.Observed
 	}
-	podIP := a.syncProbes(pod, obs)
-	a.storeStatus(pod, a.computeStatus(pod, obs, res, podIP))
+	a.syncProbes(pod, obs)
+	a.storeStatus(pod, a.computeStatus(pod, obs, res, false))
 	if res.Err != nil {
 		return a.cfg.ErrorRequeue
 	}
@@ -82,8 +82,9 @@ func (a *Agent) logSyncError(level string, pod *corev1.Pod, err error) {
 func (a *Agent) terminate(ctx context.Context, last *corev1.Pod, pr *kuberuntime.PodRuntime) time.Duration {
 	uid := pr.UID
 	if last != nil {
-		if prev, ok := a.store.Get(types.UID(uid)); ok {
-			a.store.Set(status.MarkTerminating(last, a.cfg.Clock.Now()), prev.Status)
+		if _, ok := a.store.Get(types.UID(uid)); ok {
+			terminating := status.MarkTerminating(last, a.cfg.Clock.Now())
+			a.store.Set(terminating, a.computeStatus(terminating, pr.Observed, noResult, true))
 		}
 	}
 	if err := a.rt.TerminatePod(ctx, last, pr); err != nil {
@@ -91,14 +92,25 @@ func (a *Agent) terminate(ctx context.Context, last *corev1.Pod, pr *kuberuntime
 		return a.cfg.ErrorRequeue
 	}
 	a.probes.RemovePod(uid)
-	a.store.Delete(types.UID(uid))
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.desired[uid] != nil {
+		// The manifest came back while the pod was torn down: the next
+		// sync starts it afresh, with its records as they are.
+		return 0
+	}
+	a.store.Delete(types.UID(uid))
+	if last != nil {
+		for _, c := range append(last.Spec.InitContainers, last.Spec.Containers...) {
+			a.metrics.ContainerRestarts.Delete(last.Namespace, last.Name, c.Name)
+		}
+	}
 	delete(a.known, uid)
 	delete(a.firstSeen, uid)
 	delete(a.started, uid)
 	delete(a.evicted, uid)
+	delete(a.fresh, uid)
 	a.forgetAdmission(uid)
-	a.mu.Unlock()
 	return 0
 }
 
@@ -109,15 +121,14 @@ func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberunti
 		return a.cfg.ErrorRequeue
 	}
 	a.probes.RemovePod(string(pod.UID))
-	st := a.computeStatus(pod, pr.Observed, noResult, "")
+	st := a.computeStatus(pod, pr.Observed, noResult, false)
 	st.Phase, st.Reason, st.Message = corev1.PodFailed, r.Reason, r.Message
 	a.storeStatus(pod, st)
 	return 0
 }
 
-// syncProbes points the prober at the pod's running containers and
-// returns the pod IP it probes.
-func (a *Agent) syncProbes(pod *corev1.Pod, obs plan.Observed) string {
+// syncProbes points the prober at the pod's running containers.
+func (a *Agent) syncProbes(pod *corev1.Pod, obs plan.Observed) {
 	podIP := ""
 	if len(obs.Sandboxes) > 0 && obs.Sandboxes[0].State == plan.SandboxReady {
 		podIP = obs.Sandboxes[0].IP
@@ -133,10 +144,9 @@ func (a *Agent) syncProbes(pod *corev1.Pod, obs plan.Observed) string {
 		running[c.Name] = prober.Running{ID: c.ID, StartedAt: c.StartedAt}
 	}
 	a.probes.Sync(pod, podIP, running)
-	return podIP
 }
 
-func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, res kuberuntime.SyncResult, podIP string) corev1.PodStatus {
+func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, res kuberuntime.SyncResult, terminating bool) corev1.PodStatus {
 	uid := string(pod.UID)
 	var previous *corev1.PodStatus
 	if p, ok := a.store.Get(pod.UID); ok {
@@ -144,6 +154,12 @@ func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, res kuberuntim
 	}
 	a.mu.Lock()
 	startTime := a.firstSeen[uid]
+	if a.fresh[uid] {
+		// A new version of the pod: its status starts over, so that a
+		// terminal phase of the old one does not stick.
+		previous = nil
+		delete(a.fresh, uid)
+	}
 	a.mu.Unlock()
 	return status.Compute(status.Facts{
 		Pod:          pod,
@@ -154,6 +170,7 @@ func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, res kuberuntim
 		SandboxError: res.SandboxError,
 		Messages:     a.terminationMessages(pod, obs),
 		Previous:     previous,
+		Terminating:  terminating,
 		Now:          a.cfg.Clock.Now(),
 		StartTime:    startTime,
 		HostIP:       firstOrEmpty(a.cfg.PodConfig.HostIPs),
