@@ -19,6 +19,19 @@
 //     again unless the policy is Never, which fails the pod (InitFailed,
 //     KillPod). Init progress is read from the current sandbox only, which
 //     stands in for the kubelet's purge of init containers on a new sandbox.
+//   - Sidecars (init containers with restartPolicy Always, KEP-753) take
+//     their turn in the init sequence like the others, but count as done
+//     once they run and have started: no startup probe, or Input.Started
+//     names them. A failed startup probe or a changed spec before that
+//     replaces the sidecar as the next step. Once its turn has passed, a
+//     sidecar is kept running whatever the pod's restart policy
+//     (SidecarsToStart): an exited or missing one starts again, one whose
+//     spec changed or whose liveness or startup probe failed is killed and
+//     started again; its spec change never recreates the sandbox. A
+//     failed sidecar is never an init failure. Sidecars do not keep a pod
+//     alive: when no app container is kept and none starts, the pod is
+//     killed with them, and a finished pod (any app container instance
+//     shows the init containers were done once) stays finished.
 //   - App containers start once the init containers are done. A running one
 //     whose hash changed is killed and restarted whatever the policy; one
 //     whose liveness or startup probe failed is killed and restarted unless
@@ -44,7 +57,8 @@
 // Invariants (checked on every table case in the tests): a new instance of
 // a name is planned only when every live instance of it is killed in the
 // same plan; no app container starts before every init container has
-// succeeded, nor together with an init container; a plan that kills the pod
+// succeeded (sidecars: started), nor together with NextInit; only sidecars
+// before NextInit are in SidecarsToStart; a plan that kills the pod
 // for good does nothing else; restart counts only grow, so a new instance's
 // CRI name never collides with one the runtime still holds.
 package plan

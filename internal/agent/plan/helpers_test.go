@@ -179,3 +179,40 @@ func newSandbox(attempt uint32, kill bool) wantOpt {
 
 // noSandbox: a plan outside any sandbox (the pod's sandboxes are not ready).
 func noSandbox(a *Actions) { a.SandboxID = "" }
+
+// withSidecars turns the named init containers into sidecars
+// (restartPolicy Always).
+func withSidecars(names ...string) podOpt {
+	return func(p *corev1.Pod) {
+		always := corev1.ContainerRestartPolicyAlways
+		for i := range p.Spec.InitContainers {
+			for _, n := range names {
+				if p.Spec.InitContainers[i].Name == n {
+					p.Spec.InitContainers[i].RestartPolicy = &always
+					p.Spec.InitContainers[i].Command = []string{"sleep", "inf"}
+				}
+			}
+		}
+	}
+}
+
+// withStartupProbe gives init container name a startup probe.
+func withStartupProbe(name string) podOpt {
+	return func(p *corev1.Pod) {
+		for i := range p.Spec.InitContainers {
+			if p.Spec.InitContainers[i].Name == name {
+				p.Spec.InitContainers[i].StartupProbe = &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+				}
+			}
+		}
+	}
+}
+
+// sidecar expects sidecar idx (in Spec.InitContainers) to start again with
+// restart count rc.
+func sidecar(idx int, rc uint32) wantOpt {
+	return func(a *Actions) {
+		a.SidecarsToStart = append(a.SidecarsToStart, Start{Index: idx, RestartCount: rc})
+	}
+}

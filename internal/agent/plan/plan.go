@@ -60,9 +60,10 @@ func (p *planner) compute() {
 		p.recreate(cur, why)
 		return
 	}
-	if c := p.staleInit(cur.ID); c != nil {
+	if c := p.staleInit(cur.ID, false); c != nil {
 		// Init containers prepare the pod for its app containers: a changed
-		// one means initialising again, in a new sandbox.
+		// one means initialising again, in a new sandbox. (A changed
+		// sidecar is only restarted: staleInit leaves sidecars out.)
 		p.recreate(cur, "init container "+c.Name+" spec changed")
 		return
 	}
@@ -70,6 +71,7 @@ func (p *planner) compute() {
 	p.killStrays(cur.ID)
 
 	prog := p.progress(cur.ID)
+	p.sidecarStep(cur.ID, prog.sidecarsBefore)
 	if !prog.done {
 		p.initStep(prog)
 		return
@@ -96,6 +98,7 @@ func (p *planner) killPod(why string) {
 	p.a.KillPod = true
 	p.a.ContainersToKill = nil
 	p.a.ContainersToStart = nil
+	p.a.SidecarsToStart = nil
 	p.a.NextInit = -1
 	p.note("kill pod: %s", why)
 }
@@ -157,6 +160,8 @@ func (p *planner) initStep(prog initProgress) {
 	}
 	if c := prog.last; c != nil {
 		switch c.State {
+		case ContainerRunning:
+			p.kill(c, prog.replace, fmt.Sprintf("sidecar %s: %s, will be restarted", name, prog.replace))
 		case ContainerUnknown:
 			p.kill(c, ReasonUnknownState, fmt.Sprintf("init container %s is in an unknown state, stopping it before a restart", name))
 		case ContainerCreated:
@@ -165,9 +170,12 @@ func (p *planner) initStep(prog initProgress) {
 	}
 	p.a.NextInit = prog.next
 	p.a.NextInitRestartCount = nextAttempt(p.obs.Containers, labels.TypeInit, name)
-	if prog.failed {
+	switch {
+	case prog.failed:
 		p.note("restart failed init container %s", name)
-	} else {
+	case prog.last != nil && isSidecar(&p.pod.Spec.InitContainers[prog.next]):
+		p.note("restart sidecar %s", name)
+	default:
 		p.note("start init container %s", name)
 	}
 }

@@ -83,11 +83,29 @@ func checkInvariants(t *testing.T, in Input, a Actions) {
 			t.Errorf("starts app containers and init container %d together", a.NextInit)
 		}
 	}
-	if a.KillPod && !a.CreateSandbox && (len(a.ContainersToKill) > 0 || len(a.ContainersToStart) > 0 || a.NextInit >= 0) {
+	// Sidecar restarts: only sidecars that had their turn (before NextInit),
+	// each once, with a fresh attempt.
+	for j, s := range a.SidecarsToStart {
+		c := &in.Pod.Spec.InitContainers[s.Index]
+		if !isSidecar(c) {
+			t.Errorf("SidecarsToStart names regular init container %s", c.Name)
+		}
+		if a.NextInit >= 0 && s.Index >= a.NextInit {
+			t.Errorf("sidecar %d restarts at or after NextInit %d", s.Index, a.NextInit)
+		}
+		if j > 0 && a.SidecarsToStart[j-1].Index >= s.Index {
+			t.Errorf("SidecarsToStart not in spec order or twice: %+v", a.SidecarsToStart)
+		}
+		startsName(labels.TypeInit, c.Name)
+		if s.RestartCount != nextAttempt(in.Observed.Containers, labels.TypeInit, c.Name) {
+			t.Errorf("sidecar %d restart count %d reuses an attempt", s.Index, s.RestartCount)
+		}
+	}
+	if a.KillPod && !a.CreateSandbox && (len(a.ContainersToKill) > 0 || len(a.ContainersToStart) > 0 || len(a.SidecarsToStart) > 0 || a.NextInit >= 0) {
 		t.Errorf("a pod that is killed for good still has work: %+v", a)
 	}
-	if a.CreateSandbox && (a.SandboxID != "" || len(a.ContainersToKill) > 0) {
-		t.Errorf("new sandbox plan names sandbox %q or kills containers", a.SandboxID)
+	if a.CreateSandbox && (a.SandboxID != "" || len(a.ContainersToKill) > 0 || len(a.SidecarsToStart) > 0) {
+		t.Errorf("new sandbox plan names sandbox %q, kills containers or restarts sidecars", a.SandboxID)
 	}
 }
 
@@ -254,16 +272,4 @@ func TestInitContainers(t *testing.T) {
 		}
 	}
 	run(t, cases)
-}
-
-// TestSidecarInitContainer: an init container with restartPolicy Always is
-// treated as an ordinary one; while it runs, nothing else starts.
-func TestSidecarInitContainer(t *testing.T) {
-	p := newPod(always, withInit("proxy"))
-	rp := corev1.ContainerRestartPolicyAlways
-	p.Spec.InitContainers[0].RestartPolicy = &rp
-	run(t, []planCase{
-		{"not started", Input{Pod: p, Observed: obs()}, want(nextInit(0, 0))},
-		{"running", Input{Pod: p, Observed: obs(running(initC(p, "proxy", 0)))}, nothing},
-	})
 }

@@ -71,10 +71,23 @@ func (p *planner) finished() (bool, string) {
 	if p.policy() == corev1.RestartPolicyNever && len(p.obs.Sandboxes) > 0 && p.ranContainers() {
 		return true, "restart policy Never and the pod already ran"
 	}
-	if len(p.wantedApps()) == 0 && p.progress("").done {
+	// As the kubelet with sidecars: any app container instance proves
+	// that the init containers were done once (sidecars, stopped with the
+	// pod, no longer look started).
+	if len(p.wantedApps()) == 0 && (p.anyApp() || p.progress("").done) {
 		return true, "every container has finished and none will be restarted"
 	}
 	return false, ""
+}
+
+// anyApp reports whether the runtime holds any app container of the pod.
+func (p *planner) anyApp() bool {
+	for _, c := range p.obs.Containers {
+		if c.Type == labels.TypeApp {
+			return true
+		}
+	}
+	return false
 }
 
 // ranContainers reports whether the runtime holds any init or app

@@ -53,9 +53,16 @@ func (p *planner) stale(c *Container) bool {
 }
 
 // staleInit returns the first init container whose newest instance in
-// sandbox sandboxID (every sandbox when empty) is stale, or nil.
-func (p *planner) staleInit(sandboxID string) *Container {
-	for _, c := range p.pod.Spec.InitContainers {
+// sandbox sandboxID (every sandbox when empty) is stale, or nil. Sidecars
+// count only when withSidecars is set: in the current sandbox a changed
+// sidecar is restarted on its own (sidecarStep), but a finished pod with a
+// changed sidecar was still edited since it ran.
+func (p *planner) staleInit(sandboxID string, withSidecars bool) *Container {
+	for i := range p.pod.Spec.InitContainers {
+		c := &p.pod.Spec.InitContainers[i]
+		if !withSidecars && isSidecar(c) {
+			continue
+		}
 		if st := newest(p.obs.Containers, labels.TypeInit, c.Name, sandboxID); st != nil && p.stale(st) {
 			return st
 		}
@@ -66,7 +73,7 @@ func (p *planner) staleInit(sandboxID string) *Container {
 // anyStale reports whether the newest instance of any init or app
 // container is stale: the pod was edited since it last ran.
 func (p *planner) anyStale() bool {
-	if p.staleInit("") != nil {
+	if p.staleInit("", true) != nil {
 		return true
 	}
 	for _, c := range p.pod.Spec.Containers {

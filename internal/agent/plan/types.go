@@ -87,6 +87,12 @@ type Input struct {
 	// restart policy, started again.
 	LivenessFailed map[string]bool
 	StartupFailed  map[string]bool
+	// Started names running container IDs whose startup probe has
+	// succeeded. Only sidecars (init containers with restartPolicy
+	// Always) read it: a running sidecar without a startup probe counts as
+	// started at once; one with a startup probe only once it is named here.
+	// kuberuntime fills it from the prober's startup results.
+	Started map[string]bool
 }
 
 // Kill asks for one container to be stopped.
@@ -98,13 +104,14 @@ type Kill struct {
 }
 
 // Actions is the plan for one sync of one pod. The executor applies it in
-// this order: KillPod; ContainersToKill; CreateSandbox; NextInit;
-// ContainersToStart.
+// this order: KillPod; ContainersToKill; CreateSandbox; SidecarsToStart;
+// NextInit; ContainersToStart.
 //
 // When KillPod is set without CreateSandbox the pod is done for now:
-// ContainersToKill and ContainersToStart are empty and NextInit is -1.
-// When CreateSandbox is set, ContainersToKill is empty (KillPod covers it)
-// and either NextInit is 0 or ContainersToStart lists the app containers.
+// ContainersToKill, SidecarsToStart and ContainersToStart are empty and
+// NextInit is -1. When CreateSandbox is set, ContainersToKill and
+// SidecarsToStart are empty and either NextInit is 0 or ContainersToStart
+// lists the app containers.
 type Actions struct {
 	// KillPod stops every container and every sandbox of the pod before
 	// anything else, because the sandbox is gone, changed, or the pod is
@@ -126,6 +133,12 @@ type Actions struct {
 	// one more than the highest attempt of that name the runtime still
 	// holds (in any sandbox), or 0.
 	NextInitRestartCount uint32
+	// SidecarsToStart are sidecars (init containers with restartPolicy
+	// Always, Start.Index in Spec.InitContainers) that already got their
+	// turn in the init sequence and must run again: exited, killed in this
+	// plan (spec changed, probe failed, unknown state) or gone. They come
+	// before NextInit, in spec order, and may come with ContainersToStart.
+	SidecarsToStart []Start
 	// ContainersToStart are indexes in Spec.Containers to start now, each
 	// with its next restart count.
 	ContainersToStart []Start
@@ -138,7 +151,7 @@ type Actions struct {
 
 // Start asks for one container to be started.
 type Start struct {
-	Index        int    // in Spec.Containers
+	Index        int    // in Spec.Containers (Spec.InitContainers for SidecarsToStart)
 	RestartCount uint32 // the attempt for CreateContainer
 	Message      string // why it (re)starts, for the log
 }
