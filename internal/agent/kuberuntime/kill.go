@@ -29,23 +29,17 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 }
 
 // killPod stops every live container of the pod, then every ready sandbox.
-// grace overrides the pod's termination grace period when not nil.
+// Containers stop in the groups of killGroups: the app containers (and
+// anything else that is not a sidecar) in parallel, then each sidecar in
+// reverse spec order. A group that fails to stop ends the kill, so that a
+// sidecar is never stopped under a container that may still use it.
+// grace overrides the pod's termination grace period when not nil; each
+// group gets the whole of it.
 func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, grace *int64) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(obs.Containers))
-	for i, c := range obs.Containers {
-		if c.State == plan.ContainerExited {
-			continue
+	for _, group := range killGroups(pod, obs.Containers) {
+		if err := m.killGroup(ctx, pod, obs, group, grace); err != nil {
+			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), "Killing", grace)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
 	}
 	for _, s := range obs.Sandboxes {
 		if s.State != plan.SandboxReady {
@@ -57,6 +51,21 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		m.cfg.Log.Info("pod sandbox stopped", "pod", s.ID)
 	}
 	return nil
+}
+
+// killGroup stops the containers of one kill group in parallel.
+func (m *Manager) killGroup(ctx context.Context, pod *corev1.Pod, obs plan.Observed, group []plan.Container, grace *int64) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(group))
+	for i, c := range group {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), "Killing", grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // killContainer runs the container's preStop hook and stops it within its

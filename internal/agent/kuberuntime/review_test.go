@@ -151,7 +151,6 @@ func TestReviewHostResolvConfChangeDoesNotRecreateSandboxes(t *testing.T) {
 // (startup probe passed), and restarts an exited sidecar whatever the pod's
 // restartPolicy.
 func TestReviewSidecarInitContainerLetsAppsStart(t *testing.T) {
-	t.Skip("bug: a native sidecar (init container with restartPolicy Always) blocks the pod in Init forever")
 	e := newEnv(t)
 	always := corev1.ContainerRestartPolicyAlways
 	pod := testPod(func(p *corev1.Pod) {

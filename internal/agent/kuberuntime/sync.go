@@ -51,11 +51,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		SandboxHash:    sbConfig.Annotations[labels.SandboxHash],
 		LivenessFailed: m.failedProbes(obs, prober.Liveness),
 		StartupFailed:  m.failedProbes(obs, prober.Startup),
+		Started:        m.startedProbes(obs),
 	}
 	act := plan.ComputeActions(in)
 	res.Actions = act
 	m.cfg.Log.Debug("pod plan", "pod", podKey(pod), "reason", act.Reason, "killPod", act.KillPod,
-		"createSandbox", act.CreateSandbox, "kill", len(act.ContainersToKill), "nextInit", act.NextInit, "start", len(act.ContainersToStart))
+		"createSandbox", act.CreateSandbox, "kill", len(act.ContainersToKill), "sidecars", len(act.SidecarsToStart),
+		"nextInit", act.NextInit, "start", len(act.ContainersToStart))
 	var errs []error
 
 	if act.KillPod {
@@ -112,6 +114,16 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 	}
 	start := startEnv{pod: pod, sandboxID: sandboxID, sandboxConfig: sbConfig, podIPs: podIPs, volumes: volumes, data: data, obs: obs}
 
+	// Sidecars that had their turn come back first, in spec order, as the
+	// kubelet starts its init containers; each start fails on its own.
+	for _, s := range act.SidecarsToStart {
+		if s.Index < 0 || s.Index >= len(pod.Spec.InitContainers) {
+			continue
+		}
+		if err := m.startContainer(ctx, start, &pod.Spec.InitContainers[s.Index], labels.TypeInit, s.RestartCount); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if act.NextInit >= 0 && act.NextInit < len(pod.Spec.InitContainers) {
 		c := &pod.Spec.InitContainers[act.NextInit]
 		if err := m.startContainer(ctx, start, c, labels.TypeInit, act.NextInitRestartCount); err != nil {
@@ -167,6 +179,24 @@ func (m *Manager) failedProbes(obs plan.Observed, k prober.Kind) map[string]bool
 	out := map[string]bool{}
 	for _, c := range obs.Containers {
 		if c.State == plan.ContainerRunning && m.cfg.Probes.Result(c.ID, k) == prober.Failure {
+			out[c.ID] = true
+		}
+	}
+	return out
+}
+
+// startedProbes names the running containers whose startup probe
+// succeeded, for plan.Input.Started. A container without a startup probe
+// is not named: the plan counts it as started by its spec. Without a
+// prober no probe ever succeeds, so a sidecar with a startup probe never
+// counts as started.
+func (m *Manager) startedProbes(obs plan.Observed) map[string]bool {
+	if m.cfg.Probes == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, c := range obs.Containers {
+		if c.State == plan.ContainerRunning && m.cfg.Probes.Result(c.ID, prober.Startup) == prober.Success {
 			out[c.ID] = true
 		}
 	}
