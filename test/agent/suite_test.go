@@ -38,6 +38,7 @@ var parallelScenarios = []scenario{
 	{"ImagePullNever", testPullNever},
 	{"ImagePullBackOff", testPullBackOff},
 	{"SubPathSymlinkRefused", testSubPath},
+	{"NativeSidecar", testSidecar},
 }
 
 // TestScenarios runs the scenarios in parallel on one agent, then the
