@@ -64,6 +64,11 @@ func (a *Agent) syncPod(ctx context.Context, uid string) time.Duration {
 	a.syncProbes(pod, obs)
 	a.storeStatus(pod, a.computeStatus(pod, obs, res, false))
 	if res.Err != nil {
+		// A pod that only waits out a backoff is synced again when the
+		// backoff ends, not every ErrorRequeue until then.
+		if d := kuberuntime.RetryAfter(res.Err); d > a.cfg.ErrorRequeue {
+			return d
+		}
 		return a.cfg.ErrorRequeue
 	}
 	return 0

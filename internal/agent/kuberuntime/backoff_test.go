@@ -1,6 +1,8 @@
 package kuberuntime
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,5 +93,29 @@ func TestExitedContainerRestartPolicies(t *testing.T) {
 				t.Errorf("restarted = %v, want %v (calls %v)", got, tc.wantRestart, e.log.since(mark))
 			}
 		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	wait := func(d time.Duration) error { return &waitError{msg: "waiting", left: d} }
+	tests := []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"nil", nil, 0},
+		{"one wait", wait(7 * time.Second), 7 * time.Second},
+		{"the shortest of several", errors.Join(wait(9*time.Second), wait(3*time.Second)), 3 * time.Second},
+		{"a failure beside a wait retries soon", errors.Join(wait(9*time.Second), errors.New("create failed")), 0},
+		{"a wait of unknown length", fmt.Errorf("never pull: %w", errWaiting), 0},
+		{"a wrapped wait", fmt.Errorf("container app: %w", wait(5*time.Second)), 5 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := RetryAfter(tt.err); got != tt.want {
+			t.Errorf("%s: RetryAfter = %v, want %v", tt.name, got, tt.want)
+		}
+		if tt.want > 0 && !IsWaiting(tt.err) {
+			t.Errorf("%s: IsWaiting = false", tt.name)
+		}
 	}
 }

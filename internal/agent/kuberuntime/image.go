@@ -46,7 +46,7 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 		msg := fmt.Sprintf("Back-off pulling image %q (%s left)", c.Image, left.Round(time.Second))
 		m.setWaiting(string(pod.UID), c.Name, reasonImagePullBackOff, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "BackOff", msg)
-		return nil, fmt.Errorf("%s: %w", msg, errWaiting)
+		return nil, &waitError{msg: msg, left: left}
 	}
 	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	began := m.cfg.Clock.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -152,11 +153,11 @@ func (m *Manager) checkCrashBackoff(env startEnv, c *corev1.Container, hash stri
 	if finished.IsZero() {
 		finished = m.cfg.Clock.Now()
 	}
-	if in, _ := m.cfg.CrashBackoff.InBackoffSince(key, finished); in {
+	if in, left := m.cfg.CrashBackoff.InBackoffSince(key, finished); in {
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
 			m.cfg.CrashBackoff.Delay(key), c.Name, pod.Name, pod.Namespace, pod.UID)
 		m.setWaiting(string(pod.UID), c.Name, reasonCrashLoopBackOff, msg)
-		return fmt.Errorf("%s: %w", msg, errWaiting)
+		return &waitError{msg: msg, left: left}
 	}
 	m.cfg.CrashBackoff.NextAt(key, finished)
 	return nil
@@ -171,6 +172,40 @@ func (m *Manager) startFailed(pod *corev1.Pod, c *corev1.Container, reason strin
 // IsWaiting reports whether err only says a container is waiting for a
 // reason already recorded (backoff, image policy), not a new failure.
 func IsWaiting(err error) bool { return errors.Is(err, errWaiting) }
+
+// waitError is a container held back by a backoff, which ends in left.
+type waitError struct {
+	msg  string
+	left time.Duration
+}
+
+func (e *waitError) Error() string        { return e.msg }
+func (e *waitError) Is(target error) bool { return target == errWaiting }
+
+// RetryAfter is how long a sync that failed with err can wait before it is
+// worth trying again: the shortest backoff left among the containers that
+// wait, or 0 when err holds anything else (a failure to retry soon) or a
+// wait of unknown length.
+func RetryAfter(err error) time.Duration {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var shortest time.Duration
+		for _, e := range joined.Unwrap() {
+			d := RetryAfter(e)
+			if d == 0 {
+				return 0
+			}
+			if shortest == 0 || d < shortest {
+				shortest = d
+			}
+		}
+		return shortest
+	}
+	var we *waitError
+	if errors.As(err, &we) {
+		return we.left
+	}
+	return 0
+}
 
 func imageUser(img *runtimeapi.Image) *podconfig.ImageUser {
 	if img == nil {
