@@ -109,7 +109,7 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	}
 	d.Bridge, d.Subnet = d.network.Bridge, d.network.Subnet
 
-	if err := linkOrCopy(crib, d.Binary); err != nil {
+	if err := LinkOrCopy(crib, d.Binary); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(d.LogDir, 0o755); err != nil {
@@ -338,9 +338,9 @@ func (d *Daemon) disconnect() {
 	d.conn, d.Runtime, d.Images = nil, nil, nil
 }
 
-// linkOrCopy makes dst the same file as src: a hard link, or a copy when
+// LinkOrCopy makes dst the same file as src: a hard link, or a copy when
 // they are on different file systems.
-func linkOrCopy(src, dst string) error {
+func LinkOrCopy(src, dst string) error {
 	if err := os.Link(src, dst); err == nil {
 		return nil
 	}

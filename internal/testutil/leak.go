@@ -269,16 +269,16 @@ func (d *Daemon) forceClean() error {
 		}
 	}
 	for _, parent := range d.cgroupParents() {
-		if err := removeCgroupTree(parent); err != nil {
+		if err := RemoveCgroupTree(parent); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// removeCgroupTree kills every process in the cgroups under dir and removes
+// RemoveCgroupTree kills every process in the cgroups under dir and removes
 // them, deepest first.
-func removeCgroupTree(dir string) error {
+func RemoveCgroupTree(dir string) error {
 	var dirs []string
 	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
 		if err == nil && e.IsDir() {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,7 +157,7 @@ func (a *cribAgent) cleanup() {
 		}
 	}
 	for _, c := range a.podCgroups() {
-		if err := removeCgroupDir(c); err != nil {
+		if err := testutil.RemoveCgroupTree(c); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	}
@@ -189,40 +187,6 @@ func (a *cribAgent) logTail() string {
 		b = b[len(b)-max:]
 	}
 	return string(b)
-}
-
-// removeCgroupDir kills what runs in a cgroup and its children and removes
-// them, deepest first.
-func removeCgroupDir(dir string) error {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	var errs []error
-	for i := len(dirs) - 1; i >= 0; i-- {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			procs, _ := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs"))
-			for _, f := range strings.Fields(string(procs)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			err := os.Remove(dirs[i])
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if time.Now().After(deadline) {
-				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[i], err))
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // alive checks that pid runs and is not a zombie.
@@ -265,25 +229,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// linkOrCopy makes dst the same file as src.
-func linkOrCopy(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("copy crib binary: %w", err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return fmt.Errorf("copy crib binary: %w", err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy crib binary: %w", err)
-	}
-	return out.Close()
 }

@@ -87,7 +87,7 @@ func newCribAgent(t *testing.T) *cribAgent {
 			t.Fatal(err)
 		}
 	}
-	if err := linkOrCopy(crib, a.Binary); err != nil {
+	if err := testutil.LinkOrCopy(crib, a.Binary); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(a.Config, a.configTOML(img), 0o644); err != nil {
