@@ -146,6 +146,13 @@ func (r *recRuntime) ContainerStatus(ctx context.Context, id string, verbose boo
 	return r.FakeRuntimeService.ContainerStatus(ctx, id, verbose)
 }
 
+func (r *recRuntime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	r.mu.Lock()
+	r.statuses[id]++
+	r.mu.Unlock()
+	return r.FakeRuntimeService.PodSandboxStatus(ctx, id, verbose)
+}
+
 func (r *recRuntime) lastCreated() *runtimeapi.ContainerConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -161,6 +168,7 @@ func (r *recRuntime) stopTimeouts(id string) []int64 {
 	return append([]int64(nil), r.timeouts[id]...)
 }
 
+// statusCalls counts ContainerStatus or PodSandboxStatus calls for id.
 func (r *recRuntime) statusCalls(id string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

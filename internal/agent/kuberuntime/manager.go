@@ -87,6 +87,8 @@ type Manager struct {
 	// grace is each container's termination grace period as stored in its
 	// annotations, for pods whose manifest is gone.
 	grace map[string]int64
+	// ips are the IPs of ready sandboxes, by sandbox ID.
+	ips map[string][]string
 }
 
 // New returns a Manager. It does no I/O.
@@ -102,6 +104,7 @@ func New(cfg Config) *Manager {
 		statuses: map[string]plan.Container{},
 		waiting:  map[string]map[string]agentstatus.Waiting{},
 		grace:    map[string]int64{},
+		ips:      map[string][]string{},
 	}
 }
 

@@ -65,6 +65,7 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, forget b
 		}
 		return p
 	}
+	seen := map[string]bool{} // IDs of the sandboxes and containers listed
 	for _, s := range sandboxes {
 		if s.GetMetadata() == nil || s.Labels[labels.PodUID] == "" {
 			continue
@@ -76,19 +77,19 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, forget b
 			CreatedAt: time.Unix(0, s.CreatedAt),
 			Hash:      s.Annotations[labels.SandboxHash],
 		}
+		seen[s.Id] = true
 		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			sb.State = plan.SandboxReady
-			st, err := m.sandboxStatus(ctx, s.Id)
-			if err != nil && !errdefs.IsNotFound(err) {
+			ips, err := m.readyIPs(ctx, s.Id)
+			if err != nil {
 				return nil, err
 			}
-			if st != nil {
-				sb.IP, sb.IPs = sandboxIPs(st)
+			if len(ips) > 0 {
+				sb.IP, sb.IPs = ips[0], ips
 			}
 		}
 		p.Observed.Sandboxes = append(p.Observed.Sandboxes, sb)
 	}
-	seen := map[string]bool{}
 	for _, c := range containers {
 		if c.GetMetadata() == nil || c.Labels[labels.PodUID] == "" {
 			continue
@@ -124,6 +125,29 @@ func (m *Manager) sandboxStatus(ctx context.Context, id string) (*runtimeapi.Pod
 		return nil, fmt.Errorf("sandbox status %s: %w", id, fromGRPC(err))
 	}
 	return resp.GetStatus(), nil
+}
+
+// readyIPs returns a ready sandbox's IPs. A sandbox keeps its IPs for its
+// whole life, so they are read once, not on every relist.
+func (m *Manager) readyIPs(ctx context.Context, id string) ([]string, error) {
+	m.mu.Lock()
+	ips, ok := m.ips[id]
+	m.mu.Unlock()
+	if ok {
+		return ips, nil
+	}
+	st, err := m.sandboxStatus(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil, nil // removed between the list and the status
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, ips = sandboxIPs(st)
+	m.mu.Lock()
+	m.ips[id] = ips
+	m.mu.Unlock()
+	return ips, nil
 }
 
 func sandboxIPs(st *runtimeapi.PodSandboxStatus) (string, []string) {
@@ -195,8 +219,8 @@ func (m *Manager) container(ctx context.Context, c *runtimeapi.Container) (plan.
 	return oc, nil
 }
 
-// forgetStatuses drops remembered statuses of containers the runtime no
-// longer lists.
+// forgetStatuses drops what is remembered of containers and sandboxes the
+// runtime no longer lists.
 func (m *Manager) forgetStatuses(listed map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -208,6 +232,11 @@ func (m *Manager) forgetStatuses(listed map[string]bool) {
 	for id := range m.grace {
 		if !listed[id] {
 			delete(m.grace, id)
+		}
+	}
+	for id := range m.ips {
+		if !listed[id] {
+			delete(m.ips, id)
 		}
 	}
 }

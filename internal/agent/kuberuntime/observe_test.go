@@ -262,6 +262,10 @@ func TestListPodsCachesStatuses(t *testing.T) {
 			t.Errorf("ContainerStatus(%s) over two lists and an observe = %d, want 1", id, got)
 		}
 	}
+	// A ready sandbox's IPs never change: read once too.
+	if got := e.rt.statusCalls("sb-a"); got != 1 {
+		t.Errorf("PodSandboxStatus(sb-a) over two lists and an observe = %d, want 1", got)
+	}
 
 	// A cached running container that exits is read again, once.
 	before := e.rt.statusCalls("live")
