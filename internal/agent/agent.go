@@ -99,6 +99,9 @@ type Agent struct {
 	// evicted holds why a pod was evicted; it stays down until its
 	// manifest changes.
 	evicted map[string]string
+	// qosSet records that the QoS cgroups got their shares once; after
+	// that, only a change of pods changes them.
+	qosSet bool
 	// lastUsageCheck is when emptyDir usage was last measured.
 	lastUsageCheck time.Time
 }
@@ -289,11 +292,26 @@ func (a *Agent) apply(snap source.Snapshot, sync bool) {
 		}
 	}
 	a.mu.Unlock()
+	if len(changed) > 0 || !a.qosSet {
+		a.qosSet = true
+		a.updateQOS(snap.Pods)
+	}
 	if !sync {
 		return
 	}
 	for _, uid := range changed {
 		a.workers.Sync(uid)
+	}
+}
+
+// updateQOS gives the QoS cgroups their CPU shares from the pods the node
+// runs, as the kubelet does whenever pods come, go or change.
+func (a *Agent) updateQOS(pods []*corev1.Pod) {
+	if a.cgroups == nil {
+		return
+	}
+	if err := a.cgroups.UpdateQOS(pods); err != nil {
+		a.log.Warn("update QoS cgroups", "err", err)
 	}
 }
 
