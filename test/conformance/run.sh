@@ -13,6 +13,8 @@ conformance=$(cd "$repo/../shared/conformance" && pwd)
 
 work=$(mktemp -d /tmp/crib-critest-XXXXXX)
 bridge=cribct0
+# Pods go under a cgroup of this run's own, removed at the end.
+cgroup_parent=/$(basename "$work")
 daemon_pid=
 cleanup() {
 	if [ -n "$daemon_pid" ]; then
@@ -21,6 +23,9 @@ cleanup() {
 		wait "$daemon_pid" 2>/dev/null || true
 	fi
 	ip link del "$bridge" 2>/dev/null || true
+	for dir in /sys/fs/cgroup/*"$cgroup_parent"; do
+		[ -d "$dir" ] && find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -29,6 +34,7 @@ cat > "$work/crib.toml" <<TOML
 root = "$work/root"
 state = "$work/run"
 socket = "$work/run/crib.sock"
+cgroup_parent = "$cgroup_parent"
 
 [network]
 conf_dir = "$work/cni"
