@@ -28,6 +28,7 @@ import (
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/state"
 	"github.com/crib-dev/crib/internal/streaming"
+	"github.com/crib-dev/crib/internal/systemd"
 )
 
 // Version is crib's version, set at build time.
@@ -117,12 +118,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// publishes goes nowhere: a new subscriber relists instead.
 	d.events = events.NewBroadcaster[events.Event](events.DefaultBuffer)
 	defer d.events.Close()
+	var sd *systemd.Client
+	if d.cfg.CgroupDriver == "systemd" {
+		if !systemd.Booted() {
+			return fmt.Errorf("cgroup_driver is systemd, but systemd is not running on this host")
+		}
+		sd = systemd.New()
+		defer sd.Close()
+	}
 	sandboxes := sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
 		Self:         d.self,
 		ShmSize:      d.cfg.ShmSize,
 		CgroupDriver: d.cfg.CgroupDriver,
 		CgroupParent: d.cfg.CgroupParent,
+		Systemd:      sd,
 		Events:       d.events,
 	}, d.db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for

@@ -69,6 +69,9 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		return m.db.Delete(recordKind, id)
 	})
 
+	if err := m.makeCgroup(ctx, s); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(s.Dir, 0o711); err != nil {
 		return fmt.Errorf("create sandbox dir: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/reserve"
 	"github.com/crib-dev/crib/internal/state"
+	"github.com/crib-dev/crib/internal/systemd"
 )
 
 const (
@@ -91,6 +92,9 @@ type Config struct {
 	CgroupDriver string
 	// CgroupParent is where pods go when the kubelet names no cgroup parent.
 	CgroupParent string
+	// Systemd makes and stops the pod slices crib chooses under the systemd
+	// driver; unused under cgroupfs.
+	Systemd *systemd.Client
 	// Events, when set, is told of every sandbox made ready (created and
 	// started), stopped and removed; nil publishes nothing.
 	Events events.Publisher

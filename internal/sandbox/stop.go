@@ -136,10 +136,8 @@ func (m *Manager) teardown(ctx context.Context, s *Sandbox) error {
 	if err := os.RemoveAll(s.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
 	}
-	if s.OwnCgroup {
-		if err := removeCgroup(m.cfg.CgroupDriver, s.CgroupParent); err != nil {
-			errs = append(errs, err)
-		}
+	if err := m.removeCgroup(ctx, s); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -73,6 +73,12 @@ func BuildCrib(t testing.TB) string {
 }
 
 func buildCrib() (string, error) {
+	if prebuilt := os.Getenv(CribBinaryEnv); prebuilt != "" {
+		if _, err := os.Stat(prebuilt); err != nil {
+			return "", fmt.Errorf("%s: %w", CribBinaryEnv, err)
+		}
+		return prebuilt, nil
+	}
 	dir, err := sharedDir()
 	if err != nil {
 		return "", fmt.Errorf("build crib: %w", err)

@@ -101,7 +101,7 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 		Config:       filepath.Join(dir, "crib.toml"),
 		Log:          filepath.Join(dir, "daemon.log"),
 		Binary:       filepath.Join(dir, "crib"),
-		CgroupParent: "/" + filepath.Base(dir),
+		CgroupParent: testCgroupParent(dir),
 	}
 	t.Cleanup(func() { d.cleanup(t) })
 	if d.network, err = reserveNetwork(dir); err != nil {
@@ -158,10 +158,29 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	return d
 }
 
+// testCgroupParent is the cgroup parent of a test daemon in dir: a cgroup
+// named after dir, or under the systemd driver a slice (without dashes,
+// which would nest it in other slices).
+func testCgroupParent(dir string) string {
+	if CgroupDriver() == "systemd" {
+		return strings.ReplaceAll(filepath.Base(dir), "-", "") + ".slice"
+	}
+	return "/" + filepath.Base(dir)
+}
+
+// cgroupDriverOf is the driver a test daemon's cgroup parent was made for.
+func cgroupDriverOf(parent string) string {
+	if strings.HasSuffix(parent, ".slice") {
+		return "systemd"
+	}
+	return "cgroupfs"
+}
+
 func (d *Daemon) configTOML(level string, registries map[string][]string) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "root = %s\nstate = %s\nsocket = %s\nlog_level = %s\ncgroup_parent = %s\n",
-		strconv.Quote(d.Root), strconv.Quote(d.State), strconv.Quote(d.Socket), strconv.Quote(level), strconv.Quote(d.CgroupParent))
+	fmt.Fprintf(&b, "root = %s\nstate = %s\nsocket = %s\nlog_level = %s\ncgroup_driver = %s\ncgroup_parent = %s\n",
+		strconv.Quote(d.Root), strconv.Quote(d.State), strconv.Quote(d.Socket), strconv.Quote(level),
+		strconv.Quote(cgroupDriverOf(d.CgroupParent)), strconv.Quote(d.CgroupParent))
 	fmt.Fprintf(&b, "\n[network]\nconf_dir = %s\nname = %s\nbridge = %s\nsubnet = %s\n",
 		strconv.Quote(filepath.Join(d.Dir, "cni")), strconv.Quote(d.Bridge), strconv.Quote(d.Bridge), strconv.Quote(d.Subnet))
 	hosts := make([]string, 0, len(registries))

@@ -65,6 +65,12 @@ func findBusybox() (TestImage, string) {
 // buildBusyboxTarball runs scripts/build-busybox-image.sh into the shared
 // directory.
 func buildBusyboxTarball() (string, error) {
+	if prebuilt := os.Getenv(BusyboxTarballEnv); prebuilt != "" {
+		if _, err := os.Stat(prebuilt); err != nil {
+			return "", fmt.Errorf("%s: %w", BusyboxTarballEnv, err)
+		}
+		return prebuilt, nil
+	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err

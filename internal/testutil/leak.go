@@ -40,6 +40,11 @@ func (d *Daemon) Leaks() []string {
 	for _, c := range d.cgroups() {
 		out = append(out, "cgroup "+c)
 	}
+	if prefix := d.systemdPrefix(); prefix != "" {
+		for _, u := range systemdUnits(prefix) {
+			out = append(out, "systemd unit "+u)
+		}
+	}
 	if d.network != nil {
 		for _, port := range d.network.bridgePorts() {
 			out = append(out, "interface "+port+" on bridge "+d.Bridge)
@@ -217,15 +222,16 @@ func (d *Daemon) idleMonitor(pid int, cmdline string) bool {
 
 // cgroupParents are the daemon's cgroup parent in every hierarchy.
 func (d *Daemon) cgroupParents() []string {
-	hierarchies, _ := os.ReadDir("/sys/fs/cgroup")
-	var out []string
-	for _, h := range hierarchies {
-		p := filepath.Join("/sys/fs/cgroup", h.Name(), d.CgroupParent)
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			out = append(out, p)
-		}
+	return CgroupDirs(d.CgroupParent)
+}
+
+// systemdPrefix is the prefix of the systemd units of the daemon's pods
+// under the systemd driver ("" under cgroupfs).
+func (d *Daemon) systemdPrefix() string {
+	if !strings.HasSuffix(d.CgroupParent, ".slice") {
+		return ""
 	}
-	return out
+	return strings.TrimSuffix(d.CgroupParent, ".slice")
 }
 
 // cgroups are the cgroups under the daemon's cgroup parent.
@@ -265,6 +271,11 @@ func (d *Daemon) forceClean() error {
 	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
 	for _, m := range mounts {
 		if err := mount.Unmount(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if prefix := d.systemdPrefix(); prefix != "" {
+		if err := stopSystemdUnits(prefix); err != nil {
 			errs = append(errs, err)
 		}
 	}

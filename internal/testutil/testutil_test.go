@@ -63,6 +63,9 @@ func TestLeakCheck(t *testing.T) {
 		_ = proc.Wait()
 	})
 	cgroup := filepath.Join("/sys/fs/cgroup", "pids", d.CgroupParent, "planted")
+	if Unified() {
+		cgroup = filepath.Join("/sys/fs/cgroup", d.CgroupParent, "planted")
+	}
 	if err := os.MkdirAll(cgroup, 0o755); err != nil {
 		t.Logf("no pids cgroup hierarchy to plant in: %v", err)
 		cgroup = ""

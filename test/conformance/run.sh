@@ -6,6 +6,9 @@
 # Usage: test/conformance/run.sh [extra critest args]
 # Needs root, crictl/critest (../shared/conformance/setup.sh) and the
 # loopback registry (../shared/conformance/images.sh).
+# Environment: CRIB_BIN, a crib binary to run instead of building one;
+# CRIB_CGROUP_DRIVER=systemd for the systemd cgroup driver (pods then go
+# under a slice of this run's own).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -13,8 +16,13 @@ conformance=$(cd "$repo/../shared/conformance" && pwd)
 
 work=$(mktemp -d /tmp/crib-critest-XXXXXX)
 bridge=cribct0
-# Pods go under a cgroup of this run's own, removed at the end.
+# Pods go under a cgroup of this run's own, removed at the end: a directory,
+# or with the systemd driver a slice (no dashes: they would nest it).
+driver=${CRIB_CGROUP_DRIVER:-cgroupfs}
 cgroup_parent=/$(basename "$work")
+if [ "$driver" = systemd ]; then
+	cgroup_parent=$(basename "$work" | tr -d -- '-_').slice
+fi
 daemon_pid=
 cleanup() {
 	if [ -n "$daemon_pid" ]; then
@@ -23,7 +31,11 @@ cleanup() {
 		wait "$daemon_pid" 2>/dev/null || true
 	fi
 	ip link del "$bridge" 2>/dev/null || true
-	for dir in /sys/fs/cgroup/*"$cgroup_parent"; do
+	if [ "$driver" = systemd ]; then
+		systemctl stop "${cgroup_parent%.slice}*" 2>/dev/null || true
+		systemctl reset-failed "${cgroup_parent%.slice}*" 2>/dev/null || true
+	fi
+	for dir in /sys/fs/cgroup/*"$cgroup_parent" /sys/fs/cgroup/"$cgroup_parent"; do
 		[ -d "$dir" ] && find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
 	done
 	rm -rf "$work"
@@ -34,6 +46,7 @@ cat > "$work/crib.toml" <<TOML
 root = "$work/root"
 state = "$work/run"
 socket = "$work/run/crib.sock"
+cgroup_driver = "$driver"
 cgroup_parent = "$cgroup_parent"
 
 [network]
@@ -47,7 +60,11 @@ for host in registry.k8s.io k8s.gcr.io gcr.io public.ecr.aws; do
 	printf '[registries."%s"]\nmirrors = ["http://127.0.0.1:5000"]\n' "$host" >> "$work/crib.toml"
 done
 
-(cd "$repo" && go build -o "$work/crib" ./cmd/crib)
+if [ -n "${CRIB_BIN:-}" ]; then
+	cp "$CRIB_BIN" "$work/crib"
+else
+	(cd "$repo" && go build -o "$work/crib" ./cmd/crib)
+fi
 "$work/crib" daemon --config "$work/crib.toml" > "$work/crib.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$work/run/crib.sock" ] && break; sleep 0.1; done

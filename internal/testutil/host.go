@@ -1,0 +1,105 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/crib-dev/crib/internal/stats"
+)
+
+// Environment variables that point the harness at what it would otherwise
+// build, on a host without Go (the test VM, scripts/vm.sh), and choose the
+// cgroup driver of the daemons it starts.
+const (
+	// CribBinaryEnv names a crib binary BuildCrib returns instead of
+	// building one.
+	CribBinaryEnv = "CRIB_TEST_CRIB"
+	// BusyboxTarballEnv names the busybox image tarball of
+	// scripts/build-busybox-image.sh, used instead of building it.
+	BusyboxTarballEnv = "CRIB_TEST_BUSYBOX"
+	// CgroupDriverEnv is "systemd" to run test daemons with the systemd
+	// cgroup driver; anything else means cgroupfs.
+	CgroupDriverEnv = "CRIB_TEST_CGROUP_DRIVER"
+)
+
+// CgroupDriver is the cgroup driver test daemons use.
+func CgroupDriver() string {
+	if os.Getenv(CgroupDriverEnv) == "systemd" {
+		return "systemd"
+	}
+	return "cgroupfs"
+}
+
+// cgroupRoot is where the host's cgroup hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// Unified reports whether the host has only the cgroup v2 hierarchy.
+func Unified() bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// CgroupDirs are the directories of cgroup path (a cgroupfs path, or a
+// systemd slice name such as "a-b.slice") in every mounted hierarchy that
+// has it.
+func CgroupDirs(path string) []string {
+	rel := path
+	if strings.HasSuffix(path, ".slice") {
+		expanded, err := stats.ExpandSlice(path)
+		if err != nil {
+			return nil
+		}
+		rel = expanded
+	}
+	var candidates []string
+	if Unified() {
+		candidates = []string{filepath.Join(cgroupRoot, rel)}
+	} else {
+		hierarchies, _ := os.ReadDir(cgroupRoot)
+		for _, h := range hierarchies {
+			candidates = append(candidates, filepath.Join(cgroupRoot, h.Name(), rel))
+		}
+	}
+	var out []string
+	for _, p := range candidates {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// systemdUnits lists the units systemd has loaded whose names start with
+// prefix (none when systemd is not running).
+func systemdUnits(prefix string) []string {
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return nil
+	}
+	out, err := exec.Command("systemctl", "list-units", "--all", "--plain", "--no-legend", "--no-pager", prefix+"*").Output()
+	if err != nil {
+		return []string{"(systemctl list-units: " + err.Error() + ")"}
+	}
+	var units []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			units = append(units, strings.Join(f[:min(4, len(f))], " "))
+		}
+	}
+	return units
+}
+
+// stopSystemdUnits stops the units whose names start with prefix and
+// forgets failed ones.
+func stopSystemdUnits(prefix string) error {
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return nil
+	}
+	if out, err := exec.Command("systemctl", "stop", prefix+"*").CombinedOutput(); err != nil {
+		return fmt.Errorf("systemctl stop %s*: %w: %s", prefix, err, out)
+	}
+	_ = exec.Command("systemctl", "reset-failed", prefix+"*").Run()
+	return nil
+}

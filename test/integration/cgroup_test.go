@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
+)
+
+// These tests read the cgroup files of real containers, on whichever cgroup
+// version and driver the host and the harness give them: cgroup v1 with
+// cgroupfs here, cgroup v2 with cgroupfs and systemd in the VM of
+// test/vm/run.sh.
+
+const mib = 1 << 20
+
+// limitedConfig is a container running cmd with a memory limit and a CPU
+// quota of quota microseconds per 100 ms period.
+func (e *env) limitedConfig(name string, memory, quota int64, cmd ...string) *runtimeapi.ContainerConfig {
+	cfg := e.ctrConfig(name, cmd...)
+	cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: memory,
+		CpuPeriod:          100000,
+		CpuQuota:           quota,
+		CpuShares:          512,
+	}
+	return cfg
+}
+
+// cgroupFile reads a cgroup file of the container as it sees its own
+// cgroup (runc mounts it at /sys/fs/cgroup): v2Name on the unified
+// hierarchy, v1Path (controller/file) on v1.
+func (e *env) cgroupFile(id, v2Name, v1Path string) string {
+	e.t.Helper()
+	path := "/sys/fs/cgroup/" + v1Path
+	if testutil.Unified() {
+		path = "/sys/fs/cgroup/" + v2Name
+	}
+	resp := e.exec(id, "cat", path)
+	if resp.ExitCode != 0 {
+		e.t.Fatalf("cat %s in %s: exit %d: %s", path, id, resp.ExitCode, resp.Stderr)
+	}
+	return strings.TrimSpace(string(resp.Stdout))
+}
+
+// wantLimits checks the container's memory limit and CPU quota in its
+// cgroup files.
+func (e *env) wantLimits(id string, memory, quota int64) {
+	e.t.Helper()
+	mem := e.cgroupFile(id, "memory.max", "memory/memory.limit_in_bytes")
+	if mem != strconv.FormatInt(memory, 10) {
+		e.t.Errorf("memory limit in the cgroup = %s, want %d", mem, memory)
+	}
+	if testutil.Unified() {
+		if got, want := e.cgroupFile(id, "cpu.max", ""), strconv.FormatInt(quota, 10)+" 100000"; got != want {
+			e.t.Errorf("cpu.max = %q, want %q", got, want)
+		}
+		return
+	}
+	if got := e.cgroupFile(id, "", "cpu/cpu.cfs_quota_us"); got != strconv.FormatInt(quota, 10) {
+		e.t.Errorf("cpu.cfs_quota_us = %s, want %d", got, quota)
+	}
+}
+
+func TestCgroupLimitsAndUpdate(t *testing.T) {
+	e := newEnv(t)
+	pod := e.podConfig("limits")
+	podID := e.runPod(pod)
+	id := e.run(podID, pod, e.limitedConfig("limited", 64*mib, 50000, "sleep", "3600"))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	e.wantLimits(id, 64*mib, 50000)
+
+	_, err := e.rt().UpdateContainerResources(e.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
+		ContainerId: id,
+		Linux: &runtimeapi.LinuxContainerResources{
+			MemoryLimitInBytes: 96 * mib, CpuPeriod: 100000, CpuQuota: 120000, CpuShares: 1024,
+		},
+	})
+	if err != nil {
+		t.Fatalf("UpdateContainerResources: %v", err)
+	}
+	e.wantLimits(id, 96*mib, 120000)
+	if got := e.status(id).GetResources().GetLinux(); got.GetMemoryLimitInBytes() != 96*mib || got.GetCpuQuota() != 120000 {
+		t.Errorf("ContainerStatus resources after the update = %v", got)
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	e := newEnv(t)
+	pod := e.podConfig("oom")
+	podID := e.runPod(pod)
+	// dd fills a 256 MiB buffer: far over the 32 MiB limit, and there is no
+	// swap to escape to.
+	id := e.run(podID, pod, e.limitedConfig("hog", 32*mib, 0,
+		"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"))
+	st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 30*time.Second)
+	if st.Reason != "OOMKilled" || st.ExitCode != 137 {
+		t.Errorf("container over its memory limit: reason %q, exit code %d; want OOMKilled, 137 (message %q)", st.Reason, st.ExitCode, st.Message)
+	}
+	// A container that exits on its own under the same limit is not.
+	okID := e.run(podID, pod, e.limitedConfig("fits", 32*mib, 0, "dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=1"))
+	if st := e.waitState(okID, runtimeapi.ContainerState_CONTAINER_EXITED, 30*time.Second); st.Reason != "Completed" {
+		t.Errorf("container within its limit: reason %q, want Completed", st.Reason)
+	}
+}
+
+func TestStatsArePlausible(t *testing.T) {
+	e := newEnv(t)
+	pod := e.podConfig("stats")
+	podID := e.runPod(pod)
+	// Burns CPU and holds a few MiB in a shell variable.
+	id := e.run(podID, pod, e.limitedConfig("busy", 128*mib, 0, "sh", "-c",
+		`x=$(head -c 4000000 /dev/zero | tr '\0' a); while :; do :; done`))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+
+	var cs *runtimeapi.ContainerStats
+	eventually(t, 30*time.Second, "container CPU usage and memory", func() bool {
+		resp, err := e.rt().ContainerStats(e.ctx(), &runtimeapi.ContainerStatsRequest{ContainerId: id})
+		if err != nil {
+			t.Fatalf("ContainerStats: %v", err)
+		}
+		cs = resp.Stats
+		return cs.GetCpu().GetUsageCoreNanoSeconds().GetValue() > 0 && cs.GetMemory().GetWorkingSetBytes().GetValue() >= 4*mib
+	})
+	if ws := cs.GetMemory().GetWorkingSetBytes().GetValue(); ws > 128*mib {
+		t.Errorf("working set %d bytes is over the container's 128 MiB limit", ws)
+	}
+	// The usage rate needs two samples.
+	eventually(t, 30*time.Second, "a non-zero CPU usage rate", func() bool {
+		resp, err := e.rt().ContainerStats(e.ctx(), &runtimeapi.ContainerStatsRequest{ContainerId: id})
+		return err == nil && resp.Stats.GetCpu().GetUsageNanoCores().GetValue() > 0
+	})
+
+	var ps *runtimeapi.PodSandboxStats
+	eventually(t, 30*time.Second, "pod CPU and memory", func() bool {
+		resp, err := e.rt().PodSandboxStats(e.ctx(), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: podID})
+		if err != nil {
+			t.Fatalf("PodSandboxStats: %v", err)
+		}
+		ps = resp.Stats
+		return ps.GetLinux().GetCpu().GetUsageCoreNanoSeconds().GetValue() > 0 && ps.GetLinux().GetMemory().GetWorkingSetBytes().GetValue() >= 4*mib
+	})
+	if n := len(ps.GetLinux().GetContainers()); n != 1 {
+		t.Errorf("pod stats hold %d containers, want 1", n)
+	}
+	if p := ps.GetLinux().GetProcess().GetProcessCount().GetValue(); p < 1 {
+		t.Errorf("pod process count = %d, want at least 1", p)
+	}
+}
+
+// TestSystemdUnits runs under the systemd driver only: the pod's slice and
+// its containers' scopes are systemd units while the pod runs, and none is
+// left after it is removed.
+func TestSystemdUnits(t *testing.T) {
+	if testutil.CgroupDriver() != "systemd" {
+		t.Skip("the daemon runs with the cgroupfs driver (" + testutil.CgroupDriverEnv + "=systemd for this test)")
+	}
+	e := newEnv(t)
+	prefix := strings.TrimSuffix(e.d.CgroupParent, ".slice")
+	pod := e.podConfig("units")
+	podID := e.runPod(pod)
+	id := e.run(podID, pod, e.ctrConfig("sleeper", "sleep", "3600"))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+
+	units := systemdUnits(t, prefix+"-*.slice", "crib-*.scope")
+	slice := prefix + "-" + podID[:12] + ".slice"
+	scope := "crib-" + id + ".scope"
+	for _, want := range []string{slice, scope} {
+		if !strings.Contains(units, want+" loaded active") {
+			t.Errorf("systemd unit %s is not loaded and active; units:\n%s", want, units)
+		}
+	}
+	if _, err := e.rt().StopPodSandbox(e.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt().RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatal(err)
+	}
+	if units := systemdUnits(t, slice, scope); units != "" {
+		t.Errorf("systemd units left after the pod was removed:\n%s", units)
+	}
+}
+
+// systemdUnits lists the loaded units matching the patterns, one
+// "name load active sub" line each.
+func systemdUnits(t *testing.T, patterns ...string) string {
+	t.Helper()
+	args := append([]string{"list-units", "--all", "--plain", "--no-legend", "--no-pager"}, patterns...)
+	out, err := exec.Command("systemctl", args...).Output()
+	if err != nil {
+		t.Fatalf("systemctl %v: %v", args, err)
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			lines = append(lines, strings.Join(f[:4], " "))
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The VM side of test/vm/run.sh: says what host this is, then runs the suites named on the
+# command line (default: all) from the binaries run.sh built, and prints their counts.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=$repo/test/vm/.build
+export CRIB_TEST_CRIB=$build/crib CRIB_TEST_BUSYBOX=$build/busybox.tar
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(root integration-cgroupfs integration-systemd critest-systemd agent)
+
+echo "== the host"
+echo "kernel: $(uname -r)"
+echo "stat -fc %T /sys/fs/cgroup: $(stat -fc %T /sys/fs/cgroup)"
+echo "cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+state=$(systemctl is-system-running)
+echo "systemctl is-system-running: $state"
+[ "$state" = running ] || systemctl --failed --plain --no-legend --no-pager
+echo "systemd: $(systemctl --version | head -n1)"
+echo "runc: $(runc --version | head -n1)"
+
+# The loopback registry of ../shared/conformance, served from the host's data on this guest's
+# own loopback.
+registry=/var/lib/cri-conformance/registry
+if [ -f $registry/config.yml ]; then
+	docker-registry serve $registry/config.yml > /tmp/registry.log 2>&1 &
+	for _ in $(seq 100); do curl -fs http://127.0.0.1:5000/v2/ >/dev/null && break; sleep 0.2; done
+	curl -fs http://127.0.0.1:5000/v2/ >/dev/null && echo "registry: serving on 127.0.0.1:5000" || echo "registry: not up"
+fi
+
+results=()
+status=0
+# record NAME PASSED FAILED SKIPPED
+record() {
+	results+=("$(printf '%-22s %s passed, %s failed, %s skipped' "$1:" "$2" "$3" "$4")")
+	[ "$3" = 0 ] || status=1
+}
+
+# go_suite NAME DRIVER PACKAGE... runs the packages' test binaries under the cgroup driver.
+go_suite() {
+	local name=$1 driver=$2 pkg log p=0 f=0 s=0 rc
+	shift 2
+	echo "== $name"
+	for pkg in "$@"; do
+		log=/tmp/$name-$(echo "$pkg" | tr / _).log
+		local start=$SECONDS
+		(cd "$repo/$pkg" && CRIB_TEST_CGROUP_DRIVER=$driver "$build/$(echo "$pkg" | tr / _).test" \
+			-test.v -test.count=1 -test.timeout=40m > "$log" 2>&1)
+		rc=$?
+		local pp ff ss
+		pp=$(grep -cE '^--- PASS' "$log"); ff=$(grep -cE '^--- FAIL' "$log"); ss=$(grep -cE '^--- SKIP' "$log")
+		echo "$pkg: $pp passed, $ff failed, $ss skipped ($((SECONDS - start)) s)"
+		# Every skip with its reason, every failure with its output.
+		grep -A1 -E '^--- SKIP' "$log" | grep -vE '^--$' | sed 's/^/  /'
+		if [ "$ff" != 0 ] || [ $rc != 0 ]; then
+			grep -E '^--- FAIL' "$log" | sed 's/^/  /'
+			echo "  --- output of $pkg (last 150 lines) ---"
+			tail -n 150 "$log" | sed 's/^/  /'
+			[ "$ff" != 0 ] || ff=1
+		fi
+		p=$((p + pp)) f=$((f + ff)) s=$((s + ss))
+	done
+	record "$name" $p $f $s
+}
+
+root_pkgs=$(grep -vE '^test/' "$build/packages")
+for suite in "${suites[@]}"; do
+	case $suite in
+	root) go_suite root cgroupfs $root_pkgs ;;
+	integration-cgroupfs) go_suite integration-cgroupfs cgroupfs test/integration test/crictl ;;
+	integration-systemd) go_suite integration-systemd systemd test/integration test/crictl ;;
+	agent) go_suite agent cgroupfs test/agent ;;
+	critest-systemd)
+		echo "== critest-systemd"
+		out=/tmp/critest-systemd.out
+		CRIB_BIN=$build/crib CRIB_CGROUP_DRIVER=systemd REPORT_DIR=/tmp/critest-report \
+			"$repo/test/conformance/run.sh" > "$out" 2>&1
+		rc=$?
+		cat "$out"
+		summary=/tmp/critest-report/summary.txt
+		if [ -s $summary ]; then
+			grep -E '^(failed|skipped)' $summary | sed 's/^/  /'
+			read -r cp cf cs < <(tail -n1 $summary | awk '{print $1, $3, $5}')
+			[ $rc = 0 ] || [ "$cf" != 0 ] || cf=1
+			record critest-systemd "$cp" "$cf" "$cs"
+		else
+			record critest-systemd 0 1 0
+		fi
+		;;
+	*) echo "unknown suite $suite"; status=1 ;;
+	esac
+done
+
+echo "== summary (inside the VM: cgroup v2, systemd)"
+printf '%s\n' "${results[@]}"
+exit $status

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# crib's tests on a cgroup v2 + systemd host: builds the test binaries here (the VM has no Go),
+# then runs test/vm/guest.sh in the VM of scripts/vm.sh, which prints what host it is and the
+# suites' counts. Exit status: non-zero when any suite failed.
+#
+#   test/vm/run.sh [SUITE...]   suites: root (the root-only tests of internal/ and cmd/, cgroupfs),
+#                               integration-cgroupfs, integration-systemd, critest-systemd, agent;
+#                               default: all of them
+#
+# Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+build=$repo/test/vm/.build
+rm -rf "$build"
+mkdir -p "$build"
+
+# Test binaries of the packages whose tests need root or a real daemon, named after their path.
+echo "vm suite: building test binaries"
+pkgs=$(grep -rlE 'RequiresRoot|Geteuid\(\)|Getuid\(\)|testutil\.StartDaemon' --include='*_test.go' cmd internal test |
+	xargs -n1 dirname | sort -u | grep -v '^test/bench$')
+for pkg in $pkgs; do
+	go test -c -o "$build/$(echo "$pkg" | tr / _).test" "./$pkg" &
+	# Two at a time: the host has few cores.
+	[ "$(jobs -r | wc -l)" -ge 2 ] && wait -n
+done
+wait
+CGO_ENABLED=0 go build -o "$build/crib" ./cmd/crib
+scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
+echo "$pkgs" > "$build/packages"
+
+exec scripts/vm.sh run --timeout "${CRIB_VM_TIMEOUT:-3000}" -- test/vm/guest.sh "$@"
