@@ -23,6 +23,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/source"
 	"github.com/crib-dev/crib/internal/agent/status"
 	"github.com/crib-dev/crib/internal/agent/volume"
+	"github.com/crib-dev/crib/internal/systemd"
 )
 
 // Config is the agent's configuration. Zero durations take the defaults
@@ -106,7 +107,8 @@ type Agent struct {
 	lastUsageCheck time.Time
 }
 
-// New returns an agent. It does no I/O.
+// New returns an agent. It does no I/O but, with the systemd cgroup
+// driver, a stat to tell whether systemd runs.
 func New(cfg Config) *Agent {
 	if cfg.RelistInterval <= 0 {
 		cfg.RelistInterval = time.Second
@@ -131,7 +133,12 @@ func New(cfg Config) *Agent {
 		if cfg.CgroupRoot == "" {
 			cfg.CgroupRoot = "kubepods"
 		}
-		cgroups = podcgroup.New(podcgroup.Config{Root: cfg.CgroupRoot, Driver: cfg.CgroupDriver}, cfg.Log)
+		pc := podcgroup.Config{Root: cfg.CgroupRoot, Driver: cfg.CgroupDriver}
+		// Without systemd, the Manager's methods all say it is not running.
+		if cfg.CgroupDriver == "systemd" && systemd.Booted() {
+			pc.Systemd = systemd.New() // connects on first use
+		}
+		cgroups = podcgroup.New(pc, cfg.Log)
 		cfg.PodConfig.CgroupParent = cgroups.CgroupParent()
 	}
 	return &Agent{

@@ -11,18 +11,27 @@
 // cgroup the shares of its pods' summed CPU requests, as the kubelet's QoS
 // manager does; the root itself gets no node-allocatable limits.
 //
-// It owns those directories and nothing else: it never touches the
+// It owns those cgroups and nothing else: it never touches the
 // containers' own cgroups except to kill stray processes in them and
 // remove them when the pod's cgroup goes (RemovePod waits up to about five
-// seconds for killed processes to leave), and it does not talk to systemd.
-// With the systemd driver it uses systemd's naming (kubepods.slice,
-// kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice, dashes of
-// the UID turned into underscores) but creates the slice directories with
-// plain cgroupfs writes, which is right on a host without systemd and
-// tolerated on one with it (systemd does not know the slices).
+// seconds for killed processes to leave).
 //
-// Cgroups are handled with plain file operations rather than
-// containerd/cgroups: the knobs written are few (cpu.shares,
+// With the systemd driver the cgroups are systemd's, as with the
+// kubelet's: it uses systemd's naming (kubepods.slice,
+// kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice, dashes of
+// the UID turned into underscores) and makes each as a transient slice
+// unit through systemd's D-Bus API (Config.Systemd, package systemd), with
+// the limits as unit properties (CPUWeight from the shares,
+// CPUQuotaPerSecUSec rounded up to systemd's whole percent, MemoryMax), so
+// that systemd neither undoes them nor keeps a slice after its pod:
+// RemovePod kills what is left in the pod's slice and then stops it. It
+// writes no cgroup file then: it reads the cgroup directories to list pods
+// and find processes, and removes only those systemd does not know (on v1,
+// runc makes some in hierarchies systemd does not manage). Without a
+// client (systemd not running) every method fails.
+//
+// Under cgroupfs, cgroups are handled with plain file operations rather
+// than containerd/cgroups: the knobs written are few (cpu.shares,
 // cpu.cfs_period_us, cpu.cfs_quota_us and memory.limit_in_bytes on v1;
 // cpu.weight, cpu.max and memory.max on v2), and owning the file writes
 // lets Config.FS point at a plain directory in tests. On cgroup v1 the
@@ -36,5 +45,6 @@
 // Pods lists is the string podconfig.SandboxConfig puts in
 // LinuxPodSandboxConfig.CgroupParent when Options.CgroupParent is
 // Manager.CgroupParent(); New does no I/O; nothing here caches cgroup
-// state, so the Manager is safe for concurrent use on different pods.
+// or unit state, so the Manager is safe for concurrent use on different
+// pods.
 package podcgroup

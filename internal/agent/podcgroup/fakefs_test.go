@@ -35,9 +35,10 @@ func fakeV1(t *testing.T) string {
 }
 
 // fakeManager is a Manager on a plain directory, whose "cgroups" hold the
-// knob files written and so are removed with RemoveAll.
+// knob files written and so are removed with RemoveAll. It makes slices
+// with cgroupfs writes too: systemd_test.go tests the systemd client.
 func fakeManager(fs, driver string) *Manager {
-	m := New(Config{Root: "kubepods", Driver: driver, FS: fs}, nil)
+	m := newManager(Config{Root: "kubepods", Driver: driver, FS: fs}, nil)
 	m.rmdir = os.RemoveAll
 	return m
 }

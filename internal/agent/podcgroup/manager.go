@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/systemd"
 )
 
 // DefaultFS is where cgroup filesystems are mounted.
@@ -27,6 +29,10 @@ type Config struct {
 	// FS is where the cgroup filesystems are mounted; empty means
 	// DefaultFS.
 	FS string
+	// Systemd makes the slices of the systemd driver. Nil with Driver
+	// "systemd" says systemd is not running: every method then fails, as
+	// slices made behind systemd's back would be fought over by it.
+	Systemd *systemd.Client
 }
 
 // Manager creates, updates, lists and removes the pod cgroups. It holds no
@@ -39,11 +45,29 @@ type Manager struct {
 	// rmdir removes one empty cgroup directory; tests on a plain
 	// directory replace it.
 	rmdir func(string) error
+	// units makes, sizes and stops the slices under the systemd driver;
+	// nil makes every cgroup with cgroupfs writes.
+	units sliceUnits
 }
 
 // New returns a Manager for cfg. It does no I/O; a bad cfg is reported by
 // every method.
 func New(cfg Config, log *slog.Logger) *Manager {
+	m := newManager(cfg, log)
+	if m.err == nil && m.names.systemd {
+		if cfg.Systemd == nil {
+			m.err = fmt.Errorf("cgroup driver systemd: systemd is not running on this host: %w", errdefs.ErrFailedPrecondition)
+		} else {
+			m.units = cfg.Systemd
+		}
+	}
+	return m
+}
+
+// newManager is New without systemd: every cgroup, a slice too, is made
+// with cgroupfs writes. Tests use it to check the systemd naming on a
+// plain directory.
+func newManager(cfg Config, log *slog.Logger) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -113,12 +137,18 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) (string, error) {
 	}
 	qos := podconfig.QOSClass(pod)
 	name := m.names.podName(qos, uid)
-	rel, err := m.create(h, name)
-	if err != nil {
-		return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
-	}
-	if err := h.apply(rel, PodLimits(pod)); err != nil {
-		return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
+	if m.units != nil {
+		if err := m.ensureSlice(name, podDescription(pod), sliceResources(PodLimits(pod))); err != nil {
+			return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
+		}
+	} else {
+		rel, err := m.create(h, name)
+		if err != nil {
+			return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
+		}
+		if err := h.apply(rel, PodLimits(pod)); err != nil {
+			return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
+		}
 	}
 	for _, other := range classes {
 		if other != qos {
@@ -132,8 +162,13 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) (string, error) {
 // dropStale removes the pod's cgroup in a QoS class it no longer belongs
 // to when nothing is in it.
 func (m *Manager) dropStale(h hierarchies, qos corev1.PodQOSClass, uid string) {
-	rel, err := m.names.dir(m.names.podName(qos, uid))
+	name := m.names.podName(qos, uid)
+	rel, err := m.names.dir(name)
 	if err != nil {
+		return
+	}
+	if m.units != nil {
+		m.dropStaleSlice(h, name, rel, uid)
 		return
 	}
 	for _, root := range h.roots {
@@ -148,7 +183,11 @@ func (m *Manager) dropStale(h hierarchies, qos corev1.PodQOSClass, uid string) {
 }
 
 // Pods lists the pod cgroups found in any hierarchy, by pod UID, with the
-// names EnsurePod returns.
+// names EnsurePod returns. Under systemd too it reads the directories
+// rather than asking systemd for its units: an active slice has its
+// cgroup directory, so one code path serves both drivers without a D-Bus
+// round trip, and it also finds a slice directory systemd does not know
+// (see RemovePod), which RemovePod cleans up.
 func (m *Manager) Pods() (map[string]string, error) {
 	if m.err != nil {
 		return nil, m.err

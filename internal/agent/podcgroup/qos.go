@@ -35,6 +35,9 @@ func (m *Manager) UpdateQOS(pods []*corev1.Pod) error {
 // setQOSShares creates the root and both QoS cgroups and sets the shares
 // of those in shares.
 func (m *Manager) setQOSShares(shares map[corev1.PodQOSClass]uint64) error {
+	if m.units != nil {
+		return m.setQOSSlices(shares)
+	}
 	h, err := findHierarchies(m.fs)
 	if err != nil {
 		return err

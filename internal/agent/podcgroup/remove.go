@@ -22,7 +22,11 @@ const (
 // RemovePod removes the pod's cgroup, in whichever QoS class it is, with
 // every cgroup below it (the containers' cgroups a runtime left). Processes
 // still in any of them are killed with SIGKILL first, as the kubelet does.
-// A pod without a cgroup is not an error.
+// Under systemd the pod's slice is then stopped, which takes the units
+// below it (the containers' scopes) and their cgroups with it; the
+// directories systemd does not know (runc's in v1 hierarchies systemd
+// does not manage, an earlier crib's) are removed after. A pod without a
+// cgroup is not an error.
 func (m *Manager) RemovePod(uid string) error {
 	if m.err != nil {
 		return m.err
@@ -36,7 +40,8 @@ func (m *Manager) RemovePod(uid string) error {
 	}
 	var errs []error
 	for _, qos := range classes {
-		rel, err := m.names.dir(m.names.podName(qos, uid))
+		name := m.names.podName(qos, uid)
+		rel, err := m.names.dir(name)
 		if err != nil {
 			return err
 		}
@@ -46,19 +51,29 @@ func (m *Manager) RemovePod(uid string) error {
 				dirs = append(dirs, d)
 			}
 		}
-		if len(dirs) == 0 {
+		// A slice is stopped even without a directory: systemd may know
+		// the unit still, and Stop of one it does not know is a no-op.
+		if len(dirs) == 0 && m.units == nil {
 			continue
 		}
 		if err := killAll(dirs); err != nil {
 			errs = append(errs, fmt.Errorf("remove cgroup of pod %s: %w", uid, err))
 			continue
 		}
+		if m.units != nil {
+			if err := m.stopSlice(name); err != nil {
+				errs = append(errs, fmt.Errorf("remove cgroup of pod %s: %w", uid, err))
+				continue
+			}
+		}
 		for _, d := range dirs {
 			if err := m.removeTree(d); err != nil {
 				errs = append(errs, fmt.Errorf("remove cgroup of pod %s: %w", uid, err))
 			}
 		}
-		m.log.Debug("pod cgroup removed", "pod", uid, "cgroup", rel)
+		if len(dirs) > 0 {
+			m.log.Debug("pod cgroup removed", "pod", uid, "cgroup", rel)
+		}
 	}
 	return errors.Join(errs...)
 }

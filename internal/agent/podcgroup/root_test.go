@@ -16,7 +16,8 @@ import (
 )
 
 // realManager is a Manager on the host's cgroups under a test root of its
-// own, removed from every hierarchy when the test ends.
+// own, removed from every hierarchy when the test ends. With the systemd
+// driver it makes the slices' directories with cgroupfs writes.
 func realManager(t *testing.T, driver string) (*Manager, hierarchies) {
 	t.Helper()
 	needRoot(t)
@@ -33,7 +34,7 @@ func realManager(t *testing.T, driver string) (*Manager, hierarchies) {
 	if driver == "systemd" {
 		root = "cribpodcgtest" + hex.EncodeToString(b) // a dash would nest it in more slices
 	}
-	m := New(Config{Root: root, Driver: driver}, nil)
+	m := newManager(Config{Root: root, Driver: driver}, nil)
 	top, err := m.names.dir(m.CgroupParent())
 	if err != nil {
 		t.Fatal(err)
