@@ -108,6 +108,7 @@ func (s *Server) cpuUsage(smp stats.Sample, key string) *runtimeapi.CpuUsage {
 	u := &runtimeapi.CpuUsage{
 		Timestamp:            smp.Time.UnixNano(),
 		UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: smp.CPU.UsageNanos},
+		Psi:                  psiStats(smp.CPU.Pressure),
 	}
 	// A first reading has no rate yet; it is left out.
 	rate, ok := s.cpuRates.Rate(key, stats.CPUPoint{Time: smp.Time, UsageNanos: smp.CPU.UsageNanos})
@@ -130,7 +131,19 @@ func memoryUsage(smp stats.Sample) *runtimeapi.MemoryUsage {
 		RssBytes:        &runtimeapi.UInt64Value{Value: m.RSS},
 		PageFaults:      &runtimeapi.UInt64Value{Value: m.PageFaults},
 		MajorPageFaults: &runtimeapi.UInt64Value{Value: m.MajorPageFaults},
+		Psi:             psiStats(m.Pressure),
 	}
+}
+
+// psiStats converts pressure stall information; nil stays nil.
+func psiStats(p *stats.Pressure) *runtimeapi.PsiStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d stats.PressureData) *runtimeapi.PsiData {
+		return &runtimeapi.PsiData{Total: d.TotalNanos, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &runtimeapi.PsiStats{Some: data(p.Some), Full: data(p.Full)}
 }
 
 func swapUsage(smp stats.Sample) *runtimeapi.SwapUsage {

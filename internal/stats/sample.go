@@ -23,6 +23,24 @@ type CPU struct {
 	// UsageNanos is the CPU time used by every task of the cgroup, in
 	// nanoseconds, summed over all cores.
 	UsageNanos uint64
+	// Pressure is nil where the kernel gives no PSI (cgroup v1, psi=0).
+	Pressure *Pressure
+}
+
+// Pressure is a cgroup's pressure stall information for one resource.
+type Pressure struct {
+	// Some is time in which at least one task stalled, Full time in which
+	// all did.
+	Some, Full PressureData
+}
+
+// PressureData is one line of a *.pressure file.
+type PressureData struct {
+	// TotalNanos is the stall time since the cgroup was made.
+	TotalNanos uint64
+	// Avg10, Avg60 and Avg300 are the stalled share of the last 10, 60
+	// and 300 seconds, in percent.
+	Avg10, Avg60, Avg300 float64
 }
 
 // Memory is memory usage in bytes.
@@ -40,6 +58,8 @@ type Memory struct {
 	// Limit is the memory limit; it means something only when Limited.
 	Limit   uint64
 	Limited bool
+	// Pressure is nil where the kernel gives no PSI.
+	Pressure *Pressure
 }
 
 // Available is how much more the working set may grow before the limit, or

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
+	cgstats "github.com/containerd/cgroups/v3/cgroup2/stats"
 	"github.com/containerd/errdefs"
 )
 
@@ -35,7 +36,7 @@ func readV2(root, group string) (Sample, error) {
 	}
 	var s Sample
 	if m.CPU != nil && has("cpu.stat") {
-		s.CPU = &CPU{UsageNanos: m.CPU.UsageUsec * 1000}
+		s.CPU = &CPU{UsageNanos: m.CPU.UsageUsec * 1000, Pressure: pressure(m.CPU.PSI)}
 	}
 	if m.Pids != nil && has("pids.current") {
 		s.Pids = &Pids{Current: m.Pids.Current}
@@ -49,10 +50,26 @@ func readV2(root, group string) (Sample, error) {
 			MajorPageFaults: mem.Pgmajfault,
 			Limit:           mem.UsageLimit,
 			Limited:         limited(mem.UsageLimit),
+			Pressure:        pressure(mem.PSI),
 		}
 		if has("memory.swap.current") {
 			s.Swap = &Swap{Usage: mem.SwapUsage, Limit: mem.SwapLimit, Limited: limited(mem.SwapLimit)}
 		}
 	}
 	return s, nil
+}
+
+// pressure converts the PSI of a *.pressure file; its totals are in
+// microseconds.
+func pressure(p *cgstats.PSIStats) *Pressure {
+	if p == nil || p.Some == nil {
+		return nil
+	}
+	data := func(d *cgstats.PSIData) PressureData {
+		if d == nil {
+			return PressureData{}
+		}
+		return PressureData{TotalNanos: d.Total * 1000, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &Pressure{Some: data(p.Some), Full: data(p.Full)}
 }

@@ -33,14 +33,23 @@ func TestReadV2(t *testing.T) {
 		want    Sample
 	}{
 		{
-			name:  "all controllers",
-			files: v2Files("/crib/pod/ctr"),
-			path:  "/crib/pod/ctr",
+			name: "all controllers, pressure",
+			files: func() map[string]string {
+				f := v2Files("/crib/pod/ctr")
+				f["crib/pod/ctr/cpu.pressure"] = "some avg10=1.50 avg60=0.75 avg300=0.25 total=4000\nfull avg10=0.50 avg60=0.00 avg300=0.00 total=1000\n"
+				f["crib/pod/ctr/memory.pressure"] = "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n"
+				return f
+			}(),
+			path: "/crib/pod/ctr",
 			want: Sample{
-				CPU: &CPU{UsageNanos: 2500000},
+				CPU: &CPU{UsageNanos: 2500000, Pressure: &Pressure{
+					Some: PressureData{TotalNanos: 4000000, Avg10: 1.5, Avg60: 0.75, Avg300: 0.25},
+					Full: PressureData{TotalNanos: 1000000, Avg10: 0.5},
+				}},
 				Memory: &Memory{
 					Usage: 20000, WorkingSet: 19000, RSS: 8192, PageFaults: 12, MajorPageFaults: 1,
-					Limit: 1<<64 - 1,
+					Limit:    1<<64 - 1,
+					Pressure: &Pressure{Some: PressureData{TotalNanos: 7000}, Full: PressureData{TotalNanos: 3000}},
 				},
 				Swap: &Swap{Usage: 300, Limit: 1000, Limited: true},
 				Pids: &Pids{Current: 2},

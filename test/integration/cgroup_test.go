@@ -90,6 +90,27 @@ func TestCgroupLimitsAndUpdate(t *testing.T) {
 	}
 }
 
+// TestCgroupV2Unified checks the cgroup v2 files the kubelet sets through
+// LinuxContainerResources.unified: memory.oom.group (the whole container
+// is killed on OOM, kubelet 1.32+) and memory.high (MemoryQoS).
+func TestCgroupV2Unified(t *testing.T) {
+	if !testutil.Unified() {
+		t.Skip("cgroup v1 host: unified keys need cgroup v2")
+	}
+	e := newEnv(t)
+	pod := e.podConfig("unified")
+	podID := e.runPod(pod)
+	cfg := e.limitedConfig("unified", 64*mib, 0, "sleep", "3600")
+	cfg.Linux.Resources.Unified = map[string]string{"memory.oom.group": "1", "memory.high": strconv.Itoa(48 * mib)}
+	id := e.run(podID, pod, cfg)
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	for file, want := range map[string]string{"memory.oom.group": "1", "memory.high": strconv.Itoa(48 * mib), "memory.max": strconv.Itoa(64 * mib)} {
+		if got := e.cgroupFile(id, file, ""); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+}
+
 func TestOOMKilled(t *testing.T) {
 	e := newEnv(t)
 	pod := e.podConfig("oom")
@@ -129,6 +150,12 @@ func TestStatsArePlausible(t *testing.T) {
 	})
 	if ws := cs.GetMemory().GetWorkingSetBytes().GetValue(); ws > 128*mib {
 		t.Errorf("working set %d bytes is over the container's 128 MiB limit", ws)
+	}
+	// cgroup v2 has pressure stall information (the kernel's psi=1 here
+	// and in the test VM); a busy loop alone on its CPU may stall little,
+	// so only its presence is checked.
+	if testutil.Unified() && (cs.GetCpu().GetPsi().GetSome() == nil || cs.GetMemory().GetPsi() == nil) {
+		t.Errorf("no PSI in the container's stats on cgroup v2: cpu %v, memory %v", cs.GetCpu().GetPsi(), cs.GetMemory().GetPsi())
 	}
 	// The usage rate needs two samples.
 	eventually(t, 30*time.Second, "a non-zero CPU usage rate", func() bool {

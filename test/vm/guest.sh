@@ -49,8 +49,9 @@ go_suite() {
 		local pp ff ss
 		pp=$(grep -cE '^--- PASS' "$log"); ff=$(grep -cE '^--- FAIL' "$log"); ss=$(grep -cE '^--- SKIP' "$log")
 		echo "$pkg: $pp passed, $ff failed, $ss skipped ($((SECONDS - start)) s)"
-		# Every skip with its reason, every failure with its output.
-		grep -A1 -E '^--- SKIP' "$log" | grep -vE '^--$' | sed 's/^/  /'
+		# Every skip with its reason (the last line the test logged before it), every failure
+		# with its output.
+		awk '/^=== RUN/ {reason = ""} /^    [^ ]/ {reason = $0} /^--- SKIP/ {print "  " $0 reason}' "$log"
 		if [ "$ff" != 0 ] || [ $rc != 0 ]; then
 			grep -E '^--- FAIL' "$log" | sed 's/^/  /'
 			echo "  --- output of $pkg (last 150 lines) ---"
