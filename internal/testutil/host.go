@@ -72,9 +72,9 @@ func CgroupDirs(path string) []string {
 	return out
 }
 
-// systemdUnits lists the units systemd has loaded whose names start with
+// SystemdUnits lists the units systemd has loaded whose names start with
 // prefix (none when systemd is not running).
-func systemdUnits(prefix string) []string {
+func SystemdUnits(prefix string) []string {
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		return nil
 	}
@@ -91,9 +91,9 @@ func systemdUnits(prefix string) []string {
 	return units
 }
 
-// stopSystemdUnits stops the units whose names start with prefix and
+// StopSystemdUnits stops the units whose names start with prefix and
 // forgets failed ones.
-func stopSystemdUnits(prefix string) error {
+func StopSystemdUnits(prefix string) error {
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		return nil
 	}

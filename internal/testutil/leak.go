@@ -41,7 +41,7 @@ func (d *Daemon) Leaks() []string {
 		out = append(out, "cgroup "+c)
 	}
 	if prefix := d.systemdPrefix(); prefix != "" {
-		for _, u := range systemdUnits(prefix) {
+		for _, u := range SystemdUnits(prefix) {
 			out = append(out, "systemd unit "+u)
 		}
 	}
@@ -275,7 +275,7 @@ func (d *Daemon) forceClean() error {
 		}
 	}
 	if prefix := d.systemdPrefix(); prefix != "" {
-		if err := stopSystemdUnits(prefix); err != nil {
+		if err := StopSystemdUnits(prefix); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/backoff"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // Timeouts of the suite's waits: deadlines for things to happen, never
@@ -67,7 +68,7 @@ func startAgent(t *testing.T, env *runtimeEnv) *harness {
 		LogRoot: filepath.Join(base, "logs"),
 		uids:    map[string]bool{},
 		// The agent makes the QoS and pod cgroups as it does for real.
-		CgroupRoot: fmt.Sprintf("crib-agent-test-%d", os.Getpid()),
+		CgroupRoot: agentCgroupRoot(),
 	}
 	for _, d := range []string{h.Dir, h.Root, h.LogRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -96,7 +97,7 @@ func (h *harness) config() agent.Config {
 			NodeName:      nodeName,
 			HostIPs:       []string{"127.0.0.1"},
 		},
-		CgroupDriver:   "cgroupfs",
+		CgroupDriver:   testutil.CgroupDriver(),
 		CgroupRoot:     h.CgroupRoot,
 		Runtime:        h.env.rt,
 		Images:         h.env.images,
@@ -326,13 +327,27 @@ func (h *harness) podCgroups() []string {
 
 // removeCgroupRoot removes the root and QoS cgroups the agent made, in
 // every hierarchy, once the pods' own are gone.
+// agentCgroupRoot is the harness agent's cgroup root, of this test process
+// alone: a directory, or under systemd a slice (whose dashes would nest it).
+func agentCgroupRoot() string {
+	if testutil.CgroupDriver() == "systemd" {
+		return fmt.Sprintf("cribagenttest%d", os.Getpid())
+	}
+	return fmt.Sprintf("crib-agent-test-%d", os.Getpid())
+}
+
 func removeCgroupRoot(t *testing.T, root string) {
-	hierarchies, err := os.ReadDir("/sys/fs/cgroup")
-	if err != nil {
+	if testutil.CgroupDriver() == "systemd" {
+		// The agent made slices: stopping the root stops those below it.
+		if err := testutil.StopSystemdUnits(root); err != nil {
+			t.Errorf("stop test slices: %v", err)
+		}
+		if left := testutil.SystemdUnits(root); len(left) > 0 {
+			t.Errorf("systemd units left under the test's cgroup root: %v", left)
+		}
 		return
 	}
-	for _, hier := range hierarchies {
-		base := filepath.Join("/sys/fs/cgroup", hier.Name(), root)
+	for _, base := range testutil.CgroupDirs(root) {
 		for _, dir := range []string{filepath.Join(base, "burstable"), filepath.Join(base, "besteffort"), base} {
 			if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
 				t.Errorf("remove test cgroup %s: %v", dir, err)

@@ -57,7 +57,7 @@ func (e *env) crashLeaks() []string {
 		leaks = e.d.Leaks()
 		transient := false
 		for _, l := range leaks {
-			for _, p := range []string{"process ", "runc container ", "cgroup "} {
+			for _, p := range []string{"process ", "runc container ", "cgroup ", "systemd unit "} {
 				transient = transient || strings.HasPrefix(l, p)
 			}
 		}

@@ -43,9 +43,10 @@ go_suite() {
 	for pkg in "$@"; do
 		log=/tmp/$name-$(echo "$pkg" | tr / _).log
 		local start=$SECONDS
+		# Top-level results stream as they come, for a reader of a long CI log.
 		(cd "$repo/$pkg" && CRIB_TEST_CGROUP_DRIVER=$driver "$build/$(echo "$pkg" | tr / _).test" \
-			-test.v -test.count=1 -test.timeout=40m > "$log" 2>&1)
-		rc=$?
+			-test.v -test.count=1 -test.timeout=40m 2>&1) | tee "$log" | grep --line-buffered -E '^--- ' | sed -u 's/^/  /'
+		rc=${PIPESTATUS[0]}
 		local pp ff ss
 		pp=$(grep -cE '^--- PASS' "$log"); ff=$(grep -cE '^--- FAIL' "$log"); ss=$(grep -cE '^--- SKIP' "$log")
 		echo "$pkg: $pp passed, $ff failed, $ss skipped ($((SECONDS - start)) s)"
@@ -70,6 +71,7 @@ for suite in "${suites[@]}"; do
 	integration-cgroupfs) go_suite integration-cgroupfs cgroupfs test/integration test/crictl ;;
 	integration-systemd) go_suite integration-systemd systemd test/integration test/crictl ;;
 	agent) go_suite agent cgroupfs test/agent ;;
+	agent-systemd) go_suite agent-systemd systemd test/agent ;;
 	critest-systemd)
 		echo "== critest-systemd"
 		out=/tmp/critest-systemd.out

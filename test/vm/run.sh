@@ -4,8 +4,8 @@
 # suites' counts. Exit status: non-zero when any suite failed.
 #
 #   test/vm/run.sh [SUITE...]   suites: root (the root-only tests of internal/ and cmd/, cgroupfs),
-#                               integration-cgroupfs, integration-systemd, critest-systemd, agent;
-#                               default: all of them
+#                               integration-cgroupfs, integration-systemd, critest-systemd, agent,
+#                               agent-systemd; default: all but agent-systemd
 #
 # Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
 set -euo pipefail
