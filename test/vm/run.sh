@@ -7,6 +7,7 @@
 #                               integration-cgroupfs, integration-systemd, critest-systemd, agent,
 #                               agent-systemd; default: all but agent-systemd
 #
+# CRIB_VM_RUN, when set, is the -test.run pattern of the Go suites.
 # Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,4 +30,5 @@ CGO_ENABLED=0 go build -o "$build/crib" ./cmd/crib
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
 echo "$pkgs" > "$build/packages"
 
+export CRIB_VM_ENV="${CRIB_VM_ENV:-} CRIB_VM_RUN"
 exec scripts/vm.sh run --timeout "${CRIB_VM_TIMEOUT:-3000}" -- test/vm/guest.sh "$@"
