@@ -41,7 +41,10 @@ func (d *Daemon) Leaks() []string {
 		out = append(out, "cgroup "+c)
 	}
 	if prefix := d.systemdPrefix(); prefix != "" {
-		for _, u := range SystemdUnits(prefix) {
+		// The pods' slices; the parent slice itself is the harness's, as
+		// the parent directory is under cgroupfs. Scopes sit in the
+		// slices and show as cgroups.
+		for _, u := range SystemdUnits(prefix + "-") {
 			out = append(out, "systemd unit "+u)
 		}
 	}

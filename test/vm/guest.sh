@@ -27,6 +27,9 @@ if [ -f $registry/config.yml ]; then
 	curl -fs http://127.0.0.1:5000/v2/ >/dev/null && echo "registry: serving on 127.0.0.1:5000" || echo "registry: not up"
 fi
 
+# Whole logs go back to the host, beside the binaries.
+logs=$build/logs
+mkdir -p "$logs"
 results=()
 status=0
 # record NAME PASSED FAILED SKIPPED
@@ -41,7 +44,7 @@ go_suite() {
 	shift 2
 	echo "== $name"
 	for pkg in "$@"; do
-		log=/tmp/$name-$(echo "$pkg" | tr / _).log
+		log=$logs/$name-$(echo "$pkg" | tr / _).log
 		local start=$SECONDS
 		# Top-level results stream as they come, for a reader of a long CI log.
 		(cd "$repo/$pkg" && CRIB_TEST_CGROUP_DRIVER=$driver "$build/$(echo "$pkg" | tr / _).test" \
@@ -54,9 +57,10 @@ go_suite() {
 		# with its output.
 		awk '/^=== RUN/ {reason = ""} /^    [^ ]/ {reason = $0} /^--- SKIP/ {print "  " $0 reason}' "$log"
 		if [ "$ff" != 0 ] || [ $rc != 0 ]; then
-			grep -E '^--- FAIL' "$log" | sed 's/^/  /'
-			echo "  --- output of $pkg (last 150 lines) ---"
-			tail -n 150 "$log" | sed 's/^/  /'
+			echo "  --- what the failed tests reported (whole log: ${log#"$repo/"}) ---"
+			grep -E '^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$log" | head -n 80 | sed 's/^/  /'
+			echo "  --- last 40 lines ---"
+			tail -n 40 "$log" | sed 's/^/  /'
 			[ "$ff" != 0 ] || ff=1
 		fi
 		p=$((p + pp)) f=$((f + ff)) s=$((s + ss))
@@ -74,12 +78,12 @@ for suite in "${suites[@]}"; do
 	agent-systemd) go_suite agent-systemd systemd test/agent ;;
 	critest-systemd)
 		echo "== critest-systemd"
-		out=/tmp/critest-systemd.out
-		CRIB_BIN=$build/crib CRIB_CGROUP_DRIVER=systemd REPORT_DIR=/tmp/critest-report \
+		out=$logs/critest-systemd.out
+		CRIB_BIN=$build/crib CRIB_CGROUP_DRIVER=systemd REPORT_DIR=$logs/critest-report \
 			"$repo/test/conformance/run.sh" > "$out" 2>&1
 		rc=$?
 		cat "$out"
-		summary=/tmp/critest-report/summary.txt
+		summary=$logs/critest-report/summary.txt
 		if [ -s $summary ]; then
 			grep -E '^(failed|skipped)' $summary | sed 's/^/  /'
 			read -r cp cf cs < <(tail -n1 $summary | awk '{print $1, $3, $5}')
