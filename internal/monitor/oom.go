@@ -2,11 +2,16 @@ package monitor
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupRoot is where cgroup hierarchies are mounted.
@@ -74,4 +79,72 @@ func (o oomFile) killed() bool {
 		return err == nil && n > 0
 	}
 	return false
+}
+
+// oomWatch remembers an OOM kill of a container's cgroup seen while the
+// cgroup exists. On cgroup v2 it watches memory.events with inotify, as
+// containerd's shim does: under the systemd driver the container's scope,
+// and its memory.events with it, is removed as soon as the last process
+// exits, often before the monitor has reaped the init to read it.
+type oomWatch struct {
+	file   oomFile
+	killed atomic.Bool
+}
+
+// watchOOM starts watching the memory cgroup of pid. Without inotify, or
+// on cgroup v1 (whose cgroup stays until the runtime deletes the
+// container), Killed reads the file at exit only.
+func watchOOM(pid int) *oomWatch {
+	w := &oomWatch{file: memoryCgroup(pid)}
+	if filepath.Base(w.file.path) != "memory.events" {
+		return w
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return w
+	}
+	if _, err := unix.InotifyAddWatch(fd, w.file.path, unix.IN_MODIFY); err != nil {
+		unix.Close(fd)
+		return w
+	}
+	// A kill before the watch was in place is counted already.
+	if w.file.killed() {
+		w.killed.Store(true)
+	}
+	go w.follow(fd)
+	return w
+}
+
+// follow reads memory.events at each change until the file goes (the
+// watch is then dropped) or a kill is seen. The monitor exits soon after
+// its container, so the descriptor needs no closing before.
+func (w *oomWatch) follow(fd int) {
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return
+		}
+		if w.file.killed() {
+			w.killed.Store(true)
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				return
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+// Killed reports whether the cgroup counted an OOM kill: seen by the
+// watch, or in the file if it is still there.
+func (w *oomWatch) Killed() bool {
+	return w.killed.Load() || w.file.killed()
 }

@@ -38,7 +38,7 @@ type container struct {
 	stderr   *os.File
 	stdin    *os.File
 	terminal *os.File
-	oom      oomFile
+	oom      *oomWatch
 }
 
 // outputs are the container's output streams with their log names and
@@ -105,7 +105,7 @@ func (m *monitor) run(syncPipe *os.File) error {
 	m.logger.Info("container created", "pid", c.pid)
 
 	ws, exitedAt := reapInit(c.pid)
-	e := Exit{Version: exitVersion, ExitCode: exitCode(ws), ExitedAt: exitedAt.UTC(), OOMKilled: c.oom.killed()}
+	e := Exit{Version: exitVersion, ExitCode: exitCode(ws), ExitedAt: exitedAt.UTC(), OOMKilled: c.oom.Killed()}
 	m.logger.Info("container exited", "exit_code", e.ExitCode, "oom_killed", e.OOMKilled)
 	drain(&copiers, drainTimeout, pipes...)
 	attach.out.close()
@@ -157,7 +157,7 @@ func (m *monitor) create() (*container, error) {
 		p.closeOurEnds()
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
 	}
-	return &container{pid: pid, stdout: p.out, stderr: p.errR, stdin: p.in, oom: memoryCgroup(pid)}, nil
+	return &container{pid: pid, stdout: p.out, stderr: p.errR, stdin: p.in, oom: watchOOM(pid)}, nil
 }
 
 func readPidFile(path string) (int, error) {
