@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The VM side of test/vm/run.sh: says what host this is, then runs the suites named on the
-# command line (default: all) from the binaries run.sh built, and prints their counts.
+# command line (default: all; NAME=PATTERN for the Go tests PATTERN matches) from the binaries
+# run.sh built, and prints their counts.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/test/vm/.build
@@ -48,7 +49,7 @@ go_suite() {
 		local start=$SECONDS
 		# Top-level results stream as they come, for a reader of a long CI log.
 		(cd "$repo/$pkg" && CRIB_TEST_CGROUP_DRIVER=$driver "$build/$(echo "$pkg" | tr / _).test" \
-			-test.v -test.count=1 -test.timeout=40m ${CRIB_VM_RUN:+-test.run "$CRIB_VM_RUN"} 2>&1) | tee "$log" | grep --line-buffered -E '^--- ' | sed -u 's/^/  /'
+			-test.v -test.count=1 -test.timeout=40m ${pattern:+-test.run "$pattern"} 2>&1) | tee "$log" | grep --line-buffered -E '^--- ' | sed -u 's/^/  /'
 		rc=${PIPESTATUS[0]}
 		local pp ff ss
 		pp=$(grep -cE '^--- PASS' "$log"); ff=$(grep -cE '^--- FAIL' "$log"); ss=$(grep -cE '^--- SKIP' "$log")
@@ -69,7 +70,12 @@ go_suite() {
 }
 
 root_pkgs=$(grep -vE '^test/' "$build/packages")
-for suite in "${suites[@]}"; do
+for spec in "${suites[@]}"; do
+	# NAME=PATTERN runs only the tests PATTERN matches (go test -run); CRIB_VM_RUN is the
+	# default pattern.
+	suite=${spec%%=*}
+	pattern=${CRIB_VM_RUN:-}
+	[ "$suite" = "$spec" ] || pattern=${spec#*=}
 	case $suite in
 	root) go_suite root cgroupfs $root_pkgs ;;
 	integration-cgroupfs) go_suite integration-cgroupfs cgroupfs test/integration test/crictl ;;

@@ -7,7 +7,8 @@
 #                               integration-cgroupfs, integration-systemd, critest-systemd, agent,
 #                               agent-systemd; default: all but agent-systemd
 #
-# CRIB_VM_RUN, when set, is the -test.run pattern of the Go suites.
+# A suite given as NAME=PATTERN runs only the Go tests PATTERN matches (go test -run);
+# CRIB_VM_RUN, when set, is the pattern of the others.
 # Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
