@@ -3,8 +3,10 @@
 # is missing (runc, busybox-static, staticcheck, crictl and critest, the
 # loopback registry with critest's images; all idempotent), then runs gofmt, vet,
 # staticcheck, every Go test (unit and integration: real runc, overlayfs,
-# namespaces), critest conformance against a fresh daemon, and the node
-# agent's scenario suite again against Debian's containerd.
+# namespaces), critest conformance against a fresh daemon, the node
+# agent's scenario suite again against Debian's containerd, and the VM suite
+# (test/vm/run.sh: the same tests on a cgroup v2 + systemd host, under qemu;
+# CRIB_VM_SUITES names a subset, "none" skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:$(go env GOPATH)/bin
@@ -40,4 +42,11 @@ if command -v containerd >/dev/null; then
 	scripts/agent-containerd.sh -count=1 -run TestScenarios
 else
 	echo "containerd is not installed; skipped"
+fi
+echo "== cgroup v2 + systemd, in a VM (test/vm/run.sh)"
+if [ "${CRIB_VM_SUITES:-}" = none ]; then
+	echo "CRIB_VM_SUITES=none; skipped"
+else
+	# shellcheck disable=SC2086 # a list of suite names
+	test/vm/run.sh ${CRIB_VM_SUITES:-}
 fi

@@ -3,7 +3,6 @@
 #
 #   scripts/vm.sh image                     build the cached guest image (once) and print its path
 #   scripts/vm.sh run [OPTIONS] -- CMD...   boot a throwaway copy of it, run CMD as root, power off
-#   scripts/vm.sh suite [NAME...]           the VM test suite (see test/vm/suite.sh), inside the VM
 #
 # run options:
 #   --timeout SEC   kill the VM after SEC seconds (default 3600); the exit status is then 124
@@ -23,7 +22,8 @@
 # vm.sh's. The VM has no network beyond its own loopback.
 #
 # Acceleration: KVM when CRIB_VM_ACCEL=kvm (and /dev/kvm opens), else qemu's software
-# emulation (TCG), several times slower than the host but available everywhere.
+# emulation (TCG), several times slower than the host but available everywhere. The guest boots
+# with AppArmor off, as this machine's kernel has none, so that critest runs the same specs.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,7 +70,7 @@ guest_runner() {
 set -u
 run=/run/crib-vm
 mkdir -p $run
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 cribrun $run || { echo "vm: no run share" > /dev/ttyS0; systemctl poweroff --force; }
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 cribrun $run || { echo "vm: no run share" > /dev/ttyS0; systemctl poweroff --force; exit 1; }
 out=/dev/ttyS1
 stty -F $out raw -echo 2>/dev/null
 while read -r tag path; do
@@ -81,12 +81,12 @@ done < $run/shares
 {
 	systemctl is-system-running --wait >/dev/null 2>&1
 	echo "vm: $(uname -r), $(nproc) CPUs, $(free -m | awk '/^Mem:/{print $2}') MiB; /sys/fs/cgroup is $(stat -fc %T /sys/fs/cgroup); systemd: $(systemctl is-system-running)"
-	cd "$(cat $run/cwd)"
+	cd "$(cat $run/cwd)" || exit 1
 	export PATH=$run/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 	[ -f $run/env ] && set -a && . $run/env && set +a
 	bash $run/cmd
-	echo $? > $run/exit-code.tmp && mv $run/exit-code.tmp $run/exit-code
 } > $out 2>&1 < /dev/null
+echo $? > $run/exit-code.tmp && mv $run/exit-code.tmp $run/exit-code
 sync
 systemctl poweroff --force
 EOF
@@ -158,9 +158,9 @@ image() {
 	exec 9>"$cache/lock"
 	flock 9
 	[ -f "$dir/disk.img" ] || build_image "$dir"
+	# Images of other recipes are not needed any more; a run booting one holds its files open.
+	find "$cache" -maxdepth 1 -name 'image-*' ! -path "$dir" ! -name '*.tmp' -exec rm -rf {} +
 	flock -u 9
-	# Older images of other recipes are not needed any more.
-	find "$cache" -maxdepth 1 -name 'image-*' ! -path "$dir" -exec rm -rf {} +
 	echo "$dir"
 }
 
@@ -178,6 +178,10 @@ run() {
 		esac
 	done
 	[ $# -gt 0 ] || die "run: no command (usage: vm.sh run [OPTIONS] -- CMD...)"
+	local n
+	for n in "$timeout" "$mem" "$cpus"; do
+		[[ $n =~ ^[1-9][0-9]*$ ]] || die "run: $n is not a positive number"
+	done
 	[ "$(id -u)" = 0 ] || die "run: needs root (qemu shares files with their owners kept)"
 	need_host_tools
 
@@ -229,9 +233,10 @@ run() {
 	: > "$work/out.log"
 	local started=$SECONDS
 	log "booting the VM (${accel[0]} ${accel[1]}, $cpus CPUs, $mem MiB)"
-	qemu-system-x86_64 "${accel[@]}" -smp "$cpus" -m "$mem" \
+	# timeout(1) bounds qemu even if this script is killed.
+	timeout -k 30 "$timeout" qemu-system-x86_64 "${accel[@]}" -smp "$cpus" -m "$mem" \
 		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
-		-append "root=/dev/vda rw console=ttyS0 quiet systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 panic=-1" \
+		-append "root=/dev/vda rw console=ttyS0 quiet systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 panic=-1 apparmor=0" \
 		-drive "file=$work/disk.qcow2,format=qcow2,if=virtio,cache=unsafe,discard=unmap" \
 		-nic none -display none -monitor none -no-reboot \
 		-serial "file:$work/console.log" -serial "file:$work/out.log" \
@@ -239,24 +244,17 @@ run() {
 	qemu_pid=$!
 	tail -n +1 -f --pid="$qemu_pid" "$work/out.log" &
 	tail_pid=$!
-	local waited=0
-	while kill -0 "$qemu_pid" 2>/dev/null; do
-		if [ "$waited" -ge "$timeout" ]; then
-			log "timed out after ${timeout}s; stopping the VM"
-			kill "$qemu_pid"
-			wait "$qemu_pid" 2>/dev/null || true
-			qemu_pid=
-			return 124
-		fi
-		sleep 1
-		waited=$((waited + 1))
-	done
-	wait "$qemu_pid" || true
+	local qemu_status=0
+	wait "$qemu_pid" || qemu_status=$?
 	qemu_pid=
 	wait "$tail_pid" 2>/dev/null || true
 	tail_pid=
+	if [ "$qemu_status" = 124 ]; then
+		log "timed out after ${timeout}s; the VM was stopped"
+		return 124
+	fi
 	if [ ! -f "$work/run/exit-code" ]; then
-		log "the VM stopped without the command's exit status; its console:"
+		log "the VM stopped (qemu status $qemu_status) without the command's exit status; its console:"
 		tail -40 "$work/console.log" >&2
 		return 1
 	fi
@@ -269,6 +267,5 @@ run() {
 case ${1:-} in
 image) image ;;
 run) shift; run "$@" ;;
-suite) shift; run --timeout "${CRIB_VM_TIMEOUT:-3000}" -- test/vm/suite.sh "$@" ;;
-*) sed -n '2,6p' "$0" >&2; exit 2 ;;
+*) sed -n '2,5p' "$0" >&2; exit 2 ;;
 esac

@@ -118,13 +118,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// publishes goes nowhere: a new subscriber relists instead.
 	d.events = events.NewBroadcaster[events.Event](events.DefaultBuffer)
 	defer d.events.Close()
+	// The client connects on first use: under cgroupfs, only to stop the
+	// slices of pods made before a switch from the systemd driver.
 	var sd *systemd.Client
-	if d.cfg.CgroupDriver == "systemd" {
-		if !systemd.Booted() {
-			return fmt.Errorf("cgroup_driver is systemd, but systemd is not running on this host")
-		}
+	if systemd.Booted() {
 		sd = systemd.New()
 		defer sd.Close()
+	} else if d.cfg.CgroupDriver == "systemd" {
+		return fmt.Errorf("cgroup_driver is systemd, but systemd is not running on this host")
 	}
 	sandboxes := sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -62,33 +63,45 @@ func memoryCgroupFrom(procCgroup, root string) oomFile {
 // killed reports whether the cgroup counted at least one OOM kill. Missing
 // files (cgroup already gone, controller absent) read as false.
 func (o oomFile) killed() bool {
+	n, err := o.count()
+	return err == nil && n > 0
+}
+
+// count reads the file's OOM kill count.
+func (o oomFile) count() (uint64, error) {
 	if o.path == "" {
-		return false
+		return 0, os.ErrNotExist
 	}
 	b, err := os.ReadFile(o.path)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok || k != o.key {
-			continue
+		if ok && k == o.key {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		}
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		return err == nil && n > 0
 	}
-	return false
+	return 0, fmt.Errorf("%s: no %s", o.path, o.key)
 }
 
 // oomWatch remembers an OOM kill of a container's cgroup seen while the
 // cgroup exists. On cgroup v2 it watches memory.events with inotify, as
 // containerd's shim does: under the systemd driver the container's scope,
 // and its memory.events with it, is removed as soon as the last process
-// exits, often before the monitor has reaped the init to read it.
+// exits, often before the monitor has reaped the init to read it. As the
+// kernel may drop a change notice it had delayed when the cgroup goes, the
+// parent's hierarchical count is the last resort (see Killed).
 type oomWatch struct {
 	file   oomFile
 	killed atomic.Bool
+	// done is closed when follow returns; nil without a watch.
+	done chan struct{}
+	// parent is the parent cgroup's memory.events and its oom_kill count
+	// when the watch began.
+	parent      oomFile
+	parentKills uint64
 }
 
 // watchOOM starts watching the memory cgroup of pid. Without inotify, or
@@ -99,6 +112,8 @@ func watchOOM(pid int) *oomWatch {
 	if filepath.Base(w.file.path) != "memory.events" {
 		return w
 	}
+	w.parent = oomFile{path: filepath.Join(filepath.Dir(filepath.Dir(w.file.path)), "memory.events"), key: "oom_kill"}
+	w.parentKills, _ = w.parent.count()
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
 		return w
@@ -111,14 +126,15 @@ func watchOOM(pid int) *oomWatch {
 	if w.file.killed() {
 		w.killed.Store(true)
 	}
+	w.done = make(chan struct{})
 	go w.follow(fd)
 	return w
 }
 
 // follow reads memory.events at each change until the file goes (the
-// watch is then dropped) or a kill is seen. The monitor exits soon after
-// its container, so the descriptor needs no closing before.
+// watch is then dropped) or a kill is seen.
 func (w *oomWatch) follow(fd int) {
+	defer close(w.done)
 	defer unix.Close(fd)
 	buf := make([]byte, 4096)
 	for {
@@ -143,8 +159,32 @@ func (w *oomWatch) follow(fd int) {
 	}
 }
 
+// oomSettle is how long Killed waits for the watch to see the cgroup go.
+const oomSettle = 200 * time.Millisecond
+
 // Killed reports whether the cgroup counted an OOM kill: seen by the
-// watch, or in the file if it is still there.
-func (w *oomWatch) Killed() bool {
-	return w.killed.Load() || w.file.killed()
+// watch, or in the file if it is still there. When the file is gone
+// unread and the init died of SIGKILL, an OOM kill counted by the parent
+// (the pod's cgroup, which counts its children's) while the container ran
+// is taken as the container's: only a sibling killed for memory in the
+// same span, while this one was killed otherwise, is mistaken.
+func (w *oomWatch) Killed(sigkilled bool) bool {
+	if w.killed.Load() || w.file.killed() {
+		return true
+	}
+	if w.done == nil || !sigkilled {
+		return false
+	}
+	select {
+	case <-w.done:
+	case <-time.After(oomSettle):
+	}
+	if w.killed.Load() {
+		return true
+	}
+	if _, err := os.Stat(w.file.path); err == nil {
+		return false
+	}
+	n, err := w.parent.count()
+	return err == nil && n > w.parentKills
 }

@@ -105,7 +105,7 @@ func (m *monitor) run(syncPipe *os.File) error {
 	m.logger.Info("container created", "pid", c.pid)
 
 	ws, exitedAt := reapInit(c.pid)
-	e := Exit{Version: exitVersion, ExitCode: exitCode(ws), ExitedAt: exitedAt.UTC(), OOMKilled: c.oom.Killed()}
+	e := Exit{Version: exitVersion, ExitCode: exitCode(ws), ExitedAt: exitedAt.UTC(), OOMKilled: c.oom.Killed(ws.Signaled() && ws.Signal() == unix.SIGKILL)}
 	m.logger.Info("container exited", "exit_code", e.ExitCode, "oom_killed", e.OOMKilled)
 	drain(&copiers, drainTimeout, pipes...)
 	attach.out.close()

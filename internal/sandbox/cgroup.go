@@ -5,29 +5,43 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/errdefs"
 
+	"github.com/crib-dev/crib/internal/stats"
 	"github.com/crib-dev/crib/internal/systemd"
 )
 
 // podCgroup is the cgroup parent of the pod's containers: the kubelet's
 // choice, or one crib makes (and so must remove) under its configured
-// parent.
-func (m *Manager) podCgroup(kubeletParent, id string) (string, bool) {
+// parent. Under the systemd driver the kubelet's parent must be a slice;
+// a path to one ("/test.slice", as critest sends) stands for its last
+// element, as containerd and CRI-O read it.
+func (m *Manager) podCgroup(kubeletParent, id string) (string, bool, error) {
+	systemd := m.cfg.CgroupDriver == "systemd"
 	if kubeletParent != "" {
-		return kubeletParent, false
+		if !systemd {
+			return kubeletParent, false, nil
+		}
+		slice := path.Base(kubeletParent)
+		if _, err := stats.ExpandSlice(slice); err != nil {
+			return "", false, fmt.Errorf("config.linux.cgroup_parent %q: the systemd cgroup driver wants a slice such as kubepods-pod1.slice: %w",
+				kubeletParent, errdefs.ErrInvalidArgument)
+		}
+		return slice, false, nil
 	}
-	if m.cfg.CgroupDriver == "systemd" {
+	if systemd {
 		parent := strings.TrimSuffix(m.cfg.CgroupParent, ".slice")
 		if parent == "" {
 			parent = "crib"
 		}
-		return parent + "-" + id[:12] + ".slice", true
+		return parent + "-" + id[:12] + ".slice", true, nil
 	}
-	return filepath.Join(m.cfg.CgroupParent, id), true
+	return filepath.Join(m.cfg.CgroupParent, id), true, nil
 }
 
 // makeCgroup makes the pod cgroup crib chose for s, when the driver is
@@ -43,17 +57,17 @@ func (m *Manager) makeCgroup(ctx context.Context, s *Sandbox) error {
 	return m.cfg.Systemd.EnsureSlice(ctx, s.CgroupParent, "crib pod sandbox "+s.ID, systemd.Resources{})
 }
 
-// removeCgroup deletes the pod cgroup crib made for s: under systemd it
-// stops the slice (systemd keeps an empty slice active until then), under
-// cgroupfs it removes the directory in every hierarchy it exists in. runc
-// removes the containers' cgroups.
+// removeCgroup deletes the pod cgroup crib made for s: a slice (whatever
+// the driver is now) is stopped, since systemd keeps an empty slice active
+// until then; a cgroupfs directory is removed in every hierarchy it exists
+// in. runc removes the containers' cgroups.
 func (m *Manager) removeCgroup(ctx context.Context, s *Sandbox) error {
 	if !s.OwnCgroup || s.CgroupParent == "" {
 		return nil
 	}
-	if m.cfg.CgroupDriver == "systemd" {
+	if strings.HasSuffix(s.CgroupParent, ".slice") {
 		if m.cfg.Systemd == nil {
-			return fmt.Errorf("remove pod slice %s: no systemd client", s.CgroupParent)
+			return fmt.Errorf("remove pod slice %s: systemd is not running", s.CgroupParent)
 		}
 		return m.cfg.Systemd.Stop(ctx, s.CgroupParent)
 	}

@@ -41,7 +41,9 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		CreatedAt:      time.Now(),
 		Dir:            filepath.Join(m.cfg.StateDir, id),
 	}
-	s.CgroupParent, s.OwnCgroup = m.podCgroup(cfg.GetLinux().GetCgroupParent(), id)
+	if s.CgroupParent, s.OwnCgroup, err = m.podCgroup(cfg.GetLinux().GetCgroupParent(), id); err != nil {
+		return err
+	}
 
 	var rollback undo.Stack
 	defer func() {

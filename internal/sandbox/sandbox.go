@@ -93,7 +93,8 @@ type Config struct {
 	// CgroupParent is where pods go when the kubelet names no cgroup parent.
 	CgroupParent string
 	// Systemd makes and stops the pod slices crib chooses under the systemd
-	// driver; unused under cgroupfs.
+	// driver (and stops those of an earlier run on it); nil where systemd
+	// does not run.
 	Systemd *systemd.Client
 	// Events, when set, is told of every sandbox made ready (created and
 	// started), stopped and removed; nil publishes nothing.

@@ -5,9 +5,9 @@
 // cgroup it would otherwise fight crib over, and so that stopping one
 // leaves nothing in systemd.
 //
-// A Client holds one connection (systemd's private socket as root) and
-// reconnects once when it finds it closed, as after `systemctl
-// daemon-reexec`.
+// A Client holds one connection (the system bus, or systemd's private
+// socket as root when the bus is down) and reconnects once when it finds
+// it closed, as the private socket is by `systemctl daemon-reexec`.
 package systemd
 
 import (
@@ -169,12 +169,10 @@ func (c *Client) Stop(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("stop systemd unit %s: %w", name, err)
 		}
-		if err := waitJob(ctx, "stop", name, done); err != nil {
-			return err
-		}
+		err = waitJob(ctx, "stop", name, done)
 		// A unit that failed stays loaded until its failure is reset.
 		_ = conn.ResetFailedUnitContext(ctx, name)
-		return nil
+		return err
 	})
 }
 

@@ -21,12 +21,14 @@ mkdir -p "$build"
 echo "vm suite: building test binaries"
 pkgs=$(grep -rlE 'RequiresRoot|Geteuid\(\)|Getuid\(\)|testutil\.StartDaemon' --include='*_test.go' cmd internal test |
 	xargs -n1 dirname | sort -u | grep -v '^test/bench$')
+# Two at a time (the host has few cores); a failed build fails the run here, not in the VM.
+pids=()
 for pkg in $pkgs; do
 	go test -c -o "$build/$(echo "$pkg" | tr / _).test" "./$pkg" &
-	# Two at a time: the host has few cores.
-	[ "$(jobs -r | wc -l)" -ge 2 ] && wait -n
+	pids+=($!)
+	if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done
 CGO_ENABLED=0 go build -o "$build/crib" ./cmd/crib
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
 echo "$pkgs" > "$build/packages"
