@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/containerd/cgroups/v3"
+
 	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/systemd"
 )
 
 // Environment variables that point the harness at what it would otherwise
@@ -37,10 +40,7 @@ func CgroupDriver() string {
 const cgroupRoot = "/sys/fs/cgroup"
 
 // Unified reports whether the host has only the cgroup v2 hierarchy.
-func Unified() bool {
-	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
-	return err == nil
-}
+func Unified() bool { return cgroups.Mode() == cgroups.Unified }
 
 // CgroupDirs are the directories of cgroup path (a cgroupfs path, or a
 // systemd slice name such as "a-b.slice") in every mounted hierarchy that
@@ -72,13 +72,14 @@ func CgroupDirs(path string) []string {
 	return out
 }
 
-// SystemdUnits lists the units systemd has loaded whose names start with
-// prefix (none when systemd is not running).
-func SystemdUnits(prefix string) []string {
-	if _, err := os.Stat("/run/systemd/system"); err != nil {
+// SystemdUnits lists the units systemd has loaded that match the glob
+// patterns, as "name load active sub" (none when systemd is not running).
+func SystemdUnits(patterns ...string) []string {
+	if !systemd.Booted() {
 		return nil
 	}
-	out, err := exec.Command("systemctl", "list-units", "--all", "--plain", "--no-legend", "--no-pager", prefix+"*").Output()
+	args := append([]string{"list-units", "--all", "--plain", "--no-legend", "--no-pager"}, patterns...)
+	out, err := exec.Command("systemctl", args...).Output()
 	if err != nil {
 		return []string{"(systemctl list-units: " + err.Error() + ")"}
 	}
@@ -94,7 +95,7 @@ func SystemdUnits(prefix string) []string {
 // StopSystemdUnits stops the units whose names start with prefix and
 // forgets failed ones.
 func StopSystemdUnits(prefix string) error {
-	if _, err := os.Stat("/run/systemd/system"); err != nil {
+	if !systemd.Booted() {
 		return nil
 	}
 	if out, err := exec.Command("systemctl", "stop", prefix+"*").CombinedOutput(); err != nil {

@@ -44,7 +44,7 @@ func (d *Daemon) Leaks() []string {
 		// The pods' slices; the parent slice itself is the harness's, as
 		// the parent directory is under cgroupfs. Scopes sit in the
 		// slices and show as cgroups.
-		for _, u := range SystemdUnits(prefix + "-") {
+		for _, u := range SystemdUnits(prefix + "-*") {
 			out = append(out, "systemd unit "+u)
 		}
 	}

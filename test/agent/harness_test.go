@@ -342,7 +342,7 @@ func removeCgroupRoot(t *testing.T, root string) {
 		if err := testutil.StopSystemdUnits(root); err != nil {
 			t.Errorf("stop test slices: %v", err)
 		}
-		if left := testutil.SystemdUnits(root); len(left) > 0 {
+		if left := testutil.SystemdUnits(root + "*"); len(left) > 0 {
 			t.Errorf("systemd units left under the test's cgroup root: %v", left)
 		}
 		return

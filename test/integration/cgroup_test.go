@@ -48,9 +48,10 @@ func (e *env) cgroupFile(id, v2Name, v1Path string) string {
 	return strings.TrimSpace(string(resp.Stdout))
 }
 
-// wantLimits checks the container's memory limit and CPU quota in its
-// cgroup files.
-func (e *env) wantLimits(id string, memory, quota int64) {
+// wantLimits checks the container's memory limit, CPU quota and CPU
+// shares in its cgroup files; cgroup v2 has shares as cpu.weight, converted
+// as runc does (1 + (shares-2)*9999/262142).
+func (e *env) wantLimits(id string, memory, quota, shares int64) {
 	e.t.Helper()
 	mem := e.cgroupFile(id, "memory.max", "memory/memory.limit_in_bytes")
 	if mem != strconv.FormatInt(memory, 10) {
@@ -60,10 +61,16 @@ func (e *env) wantLimits(id string, memory, quota int64) {
 		if got, want := e.cgroupFile(id, "cpu.max", ""), strconv.FormatInt(quota, 10)+" 100000"; got != want {
 			e.t.Errorf("cpu.max = %q, want %q", got, want)
 		}
+		if got, want := e.cgroupFile(id, "cpu.weight", ""), strconv.FormatInt(1+(shares-2)*9999/262142, 10); got != want {
+			e.t.Errorf("cpu.weight = %s, want %s (shares %d)", got, want, shares)
+		}
 		return
 	}
 	if got := e.cgroupFile(id, "", "cpu/cpu.cfs_quota_us"); got != strconv.FormatInt(quota, 10) {
 		e.t.Errorf("cpu.cfs_quota_us = %s, want %d", got, quota)
+	}
+	if got := e.cgroupFile(id, "", "cpu/cpu.shares"); got != strconv.FormatInt(shares, 10) {
+		e.t.Errorf("cpu.shares = %s, want %d", got, shares)
 	}
 }
 
@@ -73,7 +80,7 @@ func TestCgroupLimitsAndUpdate(t *testing.T) {
 	podID := e.runPod(pod)
 	id := e.run(podID, pod, e.limitedConfig("limited", 64*mib, 50000, "sleep", "3600"))
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
-	e.wantLimits(id, 64*mib, 50000)
+	e.wantLimits(id, 64*mib, 50000, 512)
 
 	_, err := e.rt().UpdateContainerResources(e.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
 		ContainerId: id,
@@ -84,7 +91,7 @@ func TestCgroupLimitsAndUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("UpdateContainerResources: %v", err)
 	}
-	e.wantLimits(id, 96*mib, 120000)
+	e.wantLimits(id, 96*mib, 120000, 1024)
 	if got := e.status(id).GetResources().GetLinux(); got.GetMemoryLimitInBytes() != 96*mib || got.GetCpuQuota() != 120000 {
 		t.Errorf("ContainerStatus resources after the update = %v", got)
 	}
@@ -194,7 +201,7 @@ func TestSystemdUnits(t *testing.T) {
 	id := e.run(podID, pod, e.ctrConfig("sleeper", "sleep", "3600"))
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 
-	units := systemdUnits(t, prefix+"-*.slice", "crib-*.scope")
+	units := strings.Join(testutil.SystemdUnits(prefix+"-*.slice", "crib-*.scope"), "\n")
 	slice := prefix + "-" + podID[:12] + ".slice"
 	scope := "crib-" + id + ".scope"
 	for _, want := range []string{slice, scope} {
@@ -202,31 +209,16 @@ func TestSystemdUnits(t *testing.T) {
 			t.Errorf("systemd unit %s is not loaded and active; units:\n%s", want, units)
 		}
 	}
+	if out, err := exec.Command("systemctl", "show", "--property=Slice", "--value", scope).Output(); err != nil || strings.TrimSpace(string(out)) != slice {
+		t.Errorf("the container's scope is in slice %q (%v), want the pod's %s", out, err, slice)
+	}
 	if _, err := e.rt().StopPodSandbox(e.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.rt().RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatal(err)
 	}
-	if units := systemdUnits(t, slice, scope); units != "" {
-		t.Errorf("systemd units left after the pod was removed:\n%s", units)
+	if units := testutil.SystemdUnits(slice, scope); len(units) != 0 {
+		t.Errorf("systemd units left after the pod was removed: %v", units)
 	}
-}
-
-// systemdUnits lists the loaded units matching the patterns, one
-// "name load active sub" line each.
-func systemdUnits(t *testing.T, patterns ...string) string {
-	t.Helper()
-	args := append([]string{"list-units", "--all", "--plain", "--no-legend", "--no-pager"}, patterns...)
-	out, err := exec.Command("systemctl", args...).Output()
-	if err != nil {
-		t.Fatalf("systemctl %v: %v", args, err)
-	}
-	var lines []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if f := strings.Fields(line); len(f) >= 4 {
-			lines = append(lines, strings.Join(f[:4], " "))
-		}
-	}
-	return strings.Join(lines, "\n")
 }
