@@ -8,7 +8,8 @@
 #                               agent-systemd; default: all but agent-systemd
 #
 # A suite given as NAME=PATTERN runs only the Go tests PATTERN matches (go test -run);
-# CRIB_VM_RUN, when set, is the pattern of the others.
+# CRIB_VM_RUN, when set, is the pattern of the others; CRIB_VM_SHORT=1 runs them with -test.short
+# (which leaves out the 200-pod network stress test).
 # Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,5 +34,5 @@ CGO_ENABLED=0 go build -o "$build/crib" ./cmd/crib
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
 echo "$pkgs" > "$build/packages"
 
-export CRIB_VM_ENV="${CRIB_VM_ENV:-} CRIB_VM_RUN"
+export CRIB_VM_ENV="${CRIB_VM_ENV:-} CRIB_VM_RUN CRIB_VM_SHORT"
 exec scripts/vm.sh run --timeout "${CRIB_VM_TIMEOUT:-3000}" -- test/vm/guest.sh "$@"
