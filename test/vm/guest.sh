@@ -19,6 +19,11 @@ echo "systemctl is-system-running: $state"
 echo "systemd: $(systemctl --version | head -n1)"
 echo "runc: $(runc --version | head -n1)"
 
+# The tests look for crictl where CI installs it.
+for tool in crictl critest; do
+	command -v $tool >/dev/null && ln -sf "$(command -v $tool)" /usr/local/bin/$tool
+done
+
 # The loopback registry of ../shared/conformance, served from the host's data on this guest's
 # own loopback.
 registry=/var/lib/cri-conformance/registry
