@@ -3,6 +3,7 @@
 # then runs test/vm/guest.sh in the VM of scripts/vm.sh, which prints what host it is and the
 # suites' counts. Exit status: non-zero when any suite failed.
 #
+#   test/vm/run.sh ci           what CI runs (below)
 #   test/vm/run.sh [SUITE...]   suites: root (the root-only tests of internal/ and cmd/, cgroupfs),
 #                               integration-cgroupfs, integration-systemd, critest-systemd, agent,
 #                               agent-systemd; default: all but agent-systemd
@@ -13,6 +14,16 @@
 # Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+
+# "ci" is what CI runs, sized to its time budget under software emulation: everything but the
+# 200-pod network stress test on the systemd driver, the cgroup and lifecycle tests on cgroupfs,
+# critest, and the agent's scenarios (its kill -9 tests run on the host).
+if [ "${1:-}" = ci ]; then
+	set -- root integration-systemd critest-systemd \
+		'integration-cgroupfs=TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox' \
+		agent=TestScenarios
+	export CRIB_VM_SHORT=1
+fi
 cd "$repo"
 build=$repo/test/vm/.build
 rm -rf "$build"
