@@ -10,6 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/agent/podcgroup"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // testInitContainers: two init containers append to a file of an emptyDir
@@ -60,18 +63,23 @@ func testInitContainers(t *testing.T, s *suite) {
 	if st := containerStatus(p, "app"); !st.Ready || st.Started == nil || !*st.Started || st.ImageID == "" || st.ContainerID == "" {
 		t.Errorf("app status: ready %v, started %v, imageID %q, containerID %q", st.Ready, st.Started, st.ImageID, st.ContainerID)
 	}
-	// The agent made the pod's cgroup in its QoS class, and the app's
-	// processes live under it.
-	podCg := "/sys/fs/cgroup/memory/" + s.h.CgroupRoot + "/besteffort/pod" + string(p.UID)
+	// The agent made the pod's cgroup in its QoS class (a slice under
+	// systemd), and the app's processes live under it.
+	podCg := podcgroup.New(podcgroup.Config{Root: s.h.CgroupRoot, Driver: testutil.CgroupDriver()}, nil).PodCgroup(p)
+	dirs := testutil.CgroupDirs(podCg)
 	busy := false
-	files, _ := filepath.Glob(podCg + "/*/cgroup.procs")
-	for _, f := range files {
-		if procs, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(procs))) > 0 {
-			busy = true
-		}
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+			if err == nil && e.Name() == "cgroup.procs" && path != filepath.Join(dir, "cgroup.procs") {
+				if procs, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(procs))) > 0 {
+					busy = true
+				}
+			}
+			return nil
+		})
 	}
 	if !busy {
-		t.Errorf("no process of the pod runs under its cgroup %s (container cgroups %v)", podCg, files)
+		t.Errorf("no process of the pod runs under its cgroup %s (in %v)", podCg, dirs)
 	}
 	path := podLogDir(s.h.LogRoot, p) + "/app/0.log"
 	lines := waitLog(t, path, "holds the file", func(l []string) bool { return len(l) >= 2 })
