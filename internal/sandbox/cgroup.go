@@ -22,9 +22,9 @@ import (
 // a path to one ("/test.slice", as critest sends) stands for its last
 // element, as containerd and CRI-O read it.
 func (m *Manager) podCgroup(kubeletParent, id string) (string, bool, error) {
-	systemd := m.cfg.CgroupDriver == "systemd"
+	slices := m.cfg.CgroupDriver == "systemd"
 	if kubeletParent != "" {
-		if !systemd {
+		if !slices {
 			return kubeletParent, false, nil
 		}
 		slice := path.Base(kubeletParent)
@@ -34,7 +34,7 @@ func (m *Manager) podCgroup(kubeletParent, id string) (string, bool, error) {
 		}
 		return slice, false, nil
 	}
-	if systemd {
+	if slices {
 		parent := strings.TrimSuffix(m.cfg.CgroupParent, ".slice")
 		if parent == "" {
 			parent = "crib"
