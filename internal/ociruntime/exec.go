@@ -109,19 +109,35 @@ func (r *Runtime) execShimmed(ctx context.Context, id string, args []string, pid
 	}
 	defer statusR.Close()
 	argv := append(append([]string{}, r.ExecShim[1:]...), pidFile, r.Binary)
-	cmd := exec.CommandContext(ctx, r.ExecShim[0], append(argv, args...)...)
+	// Not CommandContext: its WaitDelay would SIGKILL a shim that is still
+	// killing the runtime and the exec'd process after a cancel (slow on a
+	// loaded host), orphaning that process. Here WaitDelay only bounds the
+	// pipes, and a cancelled shim gets shimGrace to clean up.
+	cmd := exec.Command(r.ExecShim[0], append(argv, args...)...)
 	setExecIO(cmd, eio)
 	cmd.ExtraFiles = []*os.File{statusW}
-	cmd.Cancel = func() error {
-		killExecProcess(pidFile)
-		return cmd.Process.Signal(syscall.SIGTERM)
-	}
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
 		return -1, fmt.Errorf("exec in container %s: start shim: %w", id, err)
 	}
 	statusW.Close()
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-exited:
+			return
+		case <-ctx.Done():
+		}
+		killExecProcess(pidFile)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(shimGrace):
+			_ = cmd.Process.Kill()
+		}
+	}()
 	waitErr := cmd.Wait()
+	close(exited)
 	if ctx.Err() != nil {
 		killExecProcess(pidFile)
 		return -1, fmt.Errorf("exec in container %s: %w", id, ctx.Err())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,6 +117,40 @@ func TestExecTimeoutKillsProcess(t *testing.T) {
 	})
 }
 
+// TestExecCancelWaitsForSlowShim cancels an exec whose shim is slow to
+// clean up: the shim must get the time to kill the exec'd process rather
+// than be killed itself and leave that process running.
+func TestExecCancelWaitsForSlowShim(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	r := ociruntimetest.NewRuntime(t)
+	id := runningContainer(t, r)
+	r.ExecShim = slowShimArgv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Exec(ctx, id, process("sh", "-c", "echo started; exec sleep 63"), ociruntime.ExecIO{Stdout: &out})
+		done <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "started"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the exec'd process never started")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	r.ExecShim = shimArgv(t)
+	var ps bytes.Buffer
+	if _, err := r.Exec(context.Background(), id, process("ps", "-o", "args"), ociruntime.ExecIO{Stdout: &ps}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ps.String(), "sleep 63") {
+		t.Fatalf("the cancelled exec's process still runs:\n%s", ps.String())
+	}
+}
+
 func TestExecBackgroundChildDoesNotBlock(t *testing.T) {
 	ociruntimetest.RequireRuntime(t)
 	r := ociruntimetest.NewRuntime(t)
@@ -131,4 +166,22 @@ func TestExecBackgroundChildDoesNotBlock(t *testing.T) {
 	if d := cmp.Diff([]any{0, "hi\n"}, []any{code, stdout.String()}); d != "" {
 		t.Errorf("exec (-want +got):\n%s", d)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that an exec writes while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -13,6 +13,10 @@ import (
 // for its output pipes to close (a child it left behind may hold them).
 const waitDelay = 500 * time.Millisecond
 
+// shimGrace is how long a cancelled exec shim has to kill the runtime and
+// the exec'd process and exit before it is killed itself.
+const shimGrace = 10 * time.Second
+
 // Runtime runs one OCI runtime binary with fixed global options. The zero
 // value is not usable: Binary must be set. Runtime is safe for concurrent
 // use; it holds no state of its own.
