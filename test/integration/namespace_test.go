@@ -107,7 +107,7 @@ func TestHostNetworkPod(t *testing.T) {
 	e.waitState(inHost, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 	e.waitState(inOwn, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 
-	if dev := string(e.exec(inHost, "cat", "/proc/net/dev").Stdout); !strings.Contains(dev, iface+":") {
+	if dev := string(e.exec(inHost, "cat", "/proc/net/dev").Stdout); iface != "" && !strings.Contains(dev, iface+":") {
 		t.Errorf("host-network pod does not see the host's %s:\n%s", iface, dev)
 	}
 	// The pods' bridge exists on the host once a pod is networked; only
@@ -125,7 +125,8 @@ func TestHostNetworkPod(t *testing.T) {
 }
 
 // defaultInterface is the interface of the host's default route, or the
-// first non-loopback one.
+// first other routed one; "" when the host has none (a VM without a NIC).
+// Pods' bridges and veths do not count: other tests make and remove them.
 func defaultInterface(t *testing.T) string {
 	t.Helper()
 	f, err := os.Open("/proc/net/route")
@@ -137,7 +138,8 @@ func defaultInterface(t *testing.T) string {
 	var first string
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || fields[0] == "Iface" || fields[0] == "lo" {
+		if len(fields) < 2 || fields[0] == "Iface" || fields[0] == "lo" ||
+			strings.HasPrefix(fields[0], "cribt") || strings.HasPrefix(fields[0], "veth") {
 			continue
 		}
 		if fields[1] == "00000000" {
@@ -146,9 +148,6 @@ func defaultInterface(t *testing.T) string {
 		if first == "" {
 			first = fields[0]
 		}
-	}
-	if first == "" {
-		t.Skip("the host has no routed interface to look for")
 	}
 	return first
 }
