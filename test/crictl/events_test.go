@@ -2,10 +2,12 @@ package crictl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +40,11 @@ func TestCrictlEvents(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	endpoint := "unix://" + d.Socket
-	cmd := exec.CommandContext(ctx, bin, "--config", "/dev/null", "--runtime-endpoint", endpoint, "events", "-o", "json")
+	// The timeout bounds crictl's connection set-up, 2 s by default: too
+	// short on a loaded, emulated host.
+	cmd := exec.CommandContext(ctx, bin, "--config", "/dev/null", "--runtime-endpoint", endpoint, "--timeout", "30s", "events", "-o", "json")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +70,7 @@ func TestCrictlEvents(t *testing.T) {
 		select {
 		case ev, ok := <-evs:
 			if !ok {
-				t.Fatal("crictl events ended")
+				t.Fatalf("crictl events ended: %s", stderr.String())
 			}
 			return ev
 		case <-time.After(30 * time.Second):
@@ -91,7 +97,7 @@ func TestCrictlEvents(t *testing.T) {
 		select {
 		case _, ok := <-evs:
 			if !ok {
-				t.Fatal("crictl events ended")
+				t.Fatalf("crictl events ended: %s", stderr.String())
 			}
 			subscribed = true
 		case <-time.After(time.Second):
@@ -134,4 +140,22 @@ func TestCrictlEvents(t *testing.T) {
 		t.Errorf("exit code in the stopped event = %d, want 5", exitCode)
 	}
 	c.run("rmp", "-f", podID)
+}
+
+// syncBuffer is a bytes.Buffer a command writes while the test may read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
