@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,7 +245,29 @@ func (h *harness) cleanup() {
 			}
 			t.Logf("agent log (tail):\n%s", b)
 		}
+		keepLog(t, h.logFile.Name())
 	}
+}
+
+// keepLog copies a failed test's whole agent log into $CRIB_TEST_ARTIFACTS
+// when that is set (the VM suite sets it to a directory the host gets
+// back), since the test's own log carries only its tail.
+func keepLog(t *testing.T, path string) {
+	dir := os.Getenv("CRIB_TEST_ARTIFACTS")
+	if dir == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("keep agent log: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-agent.log"
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Logf("keep agent log: %v", err)
+		return
+	}
+	t.Logf("whole agent log: %s", filepath.Join(dir, name))
 }
 
 // drain removes every manifest, starts the agent if it is stopped, and

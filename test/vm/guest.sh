@@ -53,7 +53,7 @@ go_suite() {
 		log=$logs/$name-$(echo "$pkg" | tr / _).log
 		local start=$SECONDS
 		# Top-level results stream as they come, for a reader of a long CI log.
-		(cd "$repo/$pkg" && CRIB_TEST_CGROUP_DRIVER=$driver "$build/$(echo "$pkg" | tr / _).test" \
+		(cd "$repo/$pkg" && CRIB_TEST_CGROUP_DRIVER=$driver CRIB_TEST_ARTIFACTS=$logs "$build/$(echo "$pkg" | tr / _).test" \
 			-test.v -test.count=1 -test.timeout=40m ${CRIB_VM_SHORT:+-test.short} ${pattern:+-test.run "$pattern"} 2>&1) | tee "$log" | grep --line-buffered -E '^--- ' | sed -u 's/^/  /'
 		rc=${PIPESTATUS[0]}
 		local pp ff ss
