@@ -56,6 +56,21 @@ type Streams interface {
 	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
 }
 
+// Config is what a Server reports and the parts it calls.
+type Config struct {
+	// Info is what the server reports about the runtime.
+	Info       Info
+	Sandboxes  *sandbox.Manager
+	Containers *container.Manager
+	Images     *image.Store
+	Network    Network
+	Streams    Streams
+	// Events carries the managers' lifecycle events to
+	// GetContainerEvents; nil makes that RPC Unimplemented.
+	Events *events.Broadcaster[events.Event]
+	Log    *slog.Logger
+}
+
 // Server implements the CRI services. RPCs crib does not implement yet
 // answer Unimplemented through the embedded types.
 type Server struct {
@@ -79,14 +94,18 @@ type Server struct {
 	cpuRates stats.Rates
 }
 
-// New returns a Server over the given managers. evs carries the managers'
-// lifecycle events to GetContainerEvents; nil makes that RPC Unimplemented.
-func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, streams Streams, evs *events.Broadcaster[events.Event], log *slog.Logger) *Server {
+// New returns a Server over cfg's parts; it does no I/O.
+func New(cfg Config) *Server {
 	return &Server{
-		info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, streams: streams,
-		events: evs,
-		pods:   podSource{sandbox: sandboxes.Get, sandboxes: sandboxes.List, containers: containers.List},
-		log:    log,
+		info:       cfg.Info,
+		sandboxes:  cfg.Sandboxes,
+		containers: cfg.Containers,
+		images:     cfg.Images,
+		network:    cfg.Network,
+		streams:    cfg.Streams,
+		events:     cfg.Events,
+		pods:       podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
+		log:        cfg.Log,
 	}
 }
 

@@ -171,11 +171,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.streams.Close()
-	d.server = cri.New(cri.Info{
-		Version:      Version,
-		CgroupDriver: d.cfg.CgroupDriver,
-		Handlers:     handlers,
-	}, sandboxes, containers, images, pods, d.streams, d.events, d.log)
+	d.server = cri.New(cri.Config{
+		Info: cri.Info{
+			Version:      Version,
+			CgroupDriver: d.cfg.CgroupDriver,
+			Handlers:     handlers,
+		},
+		Sandboxes:  sandboxes,
+		Containers: containers,
+		Images:     images,
+		Network:    pods,
+		Streams:    d.streams,
+		Events:     d.events,
+		Log:        d.log,
+	})
 	return d.serve(ctx)
 }
 
