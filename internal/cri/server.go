@@ -9,7 +9,7 @@ import (
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/usage"
 )
 
 // Info is what the server reports about the runtime.
@@ -65,6 +65,8 @@ type Config struct {
 	Images     *image.Store
 	Network    Network
 	Streams    Streams
+	// Usage reads the figures of the stats RPCs and ImageFsInfo.
+	Usage *usage.Service
 	// Events carries the managers' lifecycle events to
 	// GetContainerEvents; nil makes that RPC Unimplemented.
 	Events *events.Broadcaster[events.Event]
@@ -83,15 +85,13 @@ type Server struct {
 	images     *image.Store
 	network    Network
 	streams    Streams
+	usage      *usage.Service
 	log        *slog.Logger
 	// events is where the managers' lifecycle events arrive, nil when
 	// the runtime offers none; pods is what GetContainerEvents describes
 	// them with.
 	events *events.Broadcaster[events.Event]
 	pods   podSource
-	// cpuRates holds the previous CPU reading of each container and pod,
-	// keyed by id, for the CPU rates of the stats RPCs.
-	cpuRates stats.Rates
 }
 
 // New returns a Server over cfg's parts; it does no I/O.
@@ -103,6 +103,7 @@ func New(cfg Config) *Server {
 		images:     cfg.Images,
 		network:    cfg.Network,
 		streams:    cfg.Streams,
+		usage:      cfg.Usage,
 		events:     cfg.Events,
 		pods:       podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
 		log:        cfg.Log,

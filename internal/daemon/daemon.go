@@ -27,8 +27,10 @@ import (
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/state"
+	"github.com/crib-dev/crib/internal/stats"
 	"github.com/crib-dev/crib/internal/streaming"
 	"github.com/crib-dev/crib/internal/systemd"
+	"github.com/crib-dev/crib/internal/usage"
 )
 
 // Version is crib's version, set at build time.
@@ -182,8 +184,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		Images:     images,
 		Network:    pods,
 		Streams:    d.streams,
-		Events:     d.events,
-		Log:        d.log,
+		Usage: usage.New(usage.Config{Cgroups: stats.Config{
+			Unified: cgroups.Mode() == cgroups.Unified,
+			Systemd: d.cfg.CgroupDriver == "systemd",
+		}}, containers, sandboxes, images),
+		Events: d.events,
+		Log:    d.log,
 	})
 	return d.serve(ctx)
 }
