@@ -93,7 +93,8 @@ func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Lo
 		return err
 	}
 	runErr := d.Run(ctx)
-	// ctx is done by now: the graceful stop gets a time of its own.
+	// ctx is done by now, or Run failed: the graceful stop gets a time of
+	// its own.
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), daemon.ShutdownGrace)
 	defer cancel()
 	return errors.Join(runErr, d.Shutdown(shutdownCtx))
