@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,10 +50,16 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 		if err != nil {
 			return nil, fmt.Errorf("find own binary: %w", err)
 		}
-		d := daemon.New(cfg, self, log)
+		d, err := daemon.New(ctx, cfg, self, log)
+		if err != nil {
+			return nil, fmt.Errorf("start crib runtime: %w", err)
+		}
 		go func() {
 			defer close(done)
 			runErr = d.Run(ctx)
+			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), daemon.ShutdownGrace)
+			defer cancel()
+			runErr = errors.Join(runErr, d.Shutdown(shutdownCtx))
 		}()
 		select {
 		case <-d.Ready():

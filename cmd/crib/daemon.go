@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -77,9 +78,24 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := daemon.New(cfg, self, log).Run(ctx); err != nil {
+	if err := runDaemon(ctx, cfg, self, log); err != nil {
 		log.Error("crib daemon stopped", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// runDaemon runs crib's runtime until ctx is done (SIGTERM or SIGINT),
+// then shuts it down; containers keep running.
+func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Logger) error {
+	d, err := daemon.New(ctx, cfg, self, log)
+	if err != nil {
+		return err
+	}
+	runErr := d.Run(ctx)
+	// ctx is done by now, or Run failed: the graceful stop gets a time of
+	// its own.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), daemon.ShutdownGrace)
+	defer cancel()
+	return errors.Join(runErr, d.Shutdown(shutdownCtx))
 }

@@ -124,6 +124,10 @@ type Manager struct {
 
 	mu   sync.RWMutex
 	byID map[string]*entry
+
+	// closed is closed by Close, which ends the watches of monitors.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // entry is a container in memory with what waits on it.
@@ -145,7 +149,15 @@ func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
 		names: reserve.New(), byID: map[string]*entry{},
+		closed: make(chan struct{}),
 	}
+}
+
+// Close stops watching the containers' monitors, so that nothing records
+// an exit in the metadata store once the daemon closes it. Containers and
+// their monitors keep running; the next daemon's Restore adopts them.
+func (m *Manager) Close() {
+	m.closeOnce.Do(func() { close(m.closed) })
 }
 
 func nameKey(sandboxID string, md *runtimeapi.ContainerMetadata) string {

@@ -96,6 +96,12 @@ func (m *Manager) startFailed(ctx context.Context, e *entry, rt *ociruntime.Runt
 func (m *Manager) watch(e *entry) {
 	id := e.c.ID
 	exit, err := m.waitMonitor(id)
+	select {
+	case <-m.closed:
+		// The daemon shuts down: the next one reads the exit, if any.
+		return
+	default:
+	}
 	if err != nil {
 		if errdefs.IsUnavailable(err) {
 			m.log.Warn("container monitor gone without an exit record", "container", id, "err", err)
@@ -115,7 +121,16 @@ func (m *Manager) waitMonitor(id string) (monitor.Exit, error) {
 	if exit, ok, err := monitor.ReadExit(m.exitFile(id)); err != nil || ok {
 		return exit, err
 	}
-	return monitor.WaitExit(context.Background(), m.socket(id), m.exitFile(id))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-m.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return monitor.WaitExit(ctx, m.socket(id), m.exitFile(id))
 }
 
 func (m *Manager) recordExit(e *entry, exit monitor.Exit) {

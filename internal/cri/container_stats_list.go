@@ -9,17 +9,17 @@ import (
 
 // ListContainerStats reports every container that matches the filter (id
 // or prefix, sandbox id or prefix, labels), as containerd does: exited
-// containers too, by their writable layer. It reads files only, never asks
-// the runtime; a container whose figures cannot all be read is reported
-// with what could be, and the reason logged.
+// containers too, by their writable layer. The figures are read from
+// files only, never asked of the runtime; a container whose figures
+// cannot all be read is reported with what could be, and the reason
+// logged.
 func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
 	f := req.GetFilter()
 	if f == nil {
 		// The kubelet's periodic unfiltered listing is where readings of
 		// removed containers and pods are let go.
-		defer s.forgetGoneRates()
+		defer s.usage.ForgetGone()
 	}
-	r := s.statsReader()
 	resp := &runtimeapi.ListContainerStatsResponse{}
 	for _, c := range s.containers.List() {
 		switch {
@@ -27,14 +27,14 @@ func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListCon
 		case f.GetPodSandboxId() != "" && !strings.HasPrefix(c.SandboxID, f.GetPodSandboxId()):
 		case !matchLabels(f.GetLabelSelector(), c.Config.GetLabels()):
 		default:
-			st, err := s.containerStats(ctx, r, c)
+			u, err := s.usage.Container(ctx, c)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
 				s.log.Warn("container stats incomplete", "container", c.ID, "err", err)
 			}
-			resp.Stats = append(resp.Stats, st)
+			resp.Stats = append(resp.Stats, containerStats(c, u))
 		}
 	}
 	return resp, nil

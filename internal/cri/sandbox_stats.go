@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/containerd/errdefs"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/usage"
 )
 
 // PodSandboxStats reports a ready pod's CPU, memory and process count from
@@ -24,11 +23,12 @@ func (s *Server) PodSandboxStats(ctx context.Context, req *runtimeapi.PodSandbox
 	if sb.State != sandbox.Ready {
 		return nil, fmt.Errorf("sandbox %s is %s, not ready: %w", sb.ID, sb.State, errdefs.ErrFailedPrecondition)
 	}
-	st, err := s.sandboxStats(ctx, s.statsReader(), sb, s.containersBySandbox()[sb.ID])
+	ctrs := s.containersBySandbox()[sb.ID]
+	u, err := s.usage.Pod(ctx, sb, ctrs)
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeapi.PodSandboxStatsResponse{Stats: st}, nil
+	return &runtimeapi.PodSandboxStatsResponse{Stats: sandboxStats(sb, ctrs, u)}, nil
 }
 
 // containersBySandbox groups the containers by sandbox id.
@@ -40,12 +40,23 @@ func (s *Server) containersBySandbox() map[string][]container.Container {
 	return out
 }
 
-// sandboxStats samples sb's cgroup and its containers ctrs. The stats
-// returned are as complete as they could be made; the error says what is
-// missing.
-func (s *Server) sandboxStats(ctx context.Context, r *stats.Reader, sb sandbox.Sandbox, ctrs []container.Container) (*runtimeapi.PodSandboxStats, error) {
+// sandboxStats describes sb and its containers ctrs with their usage u;
+// figures u lacks are left out.
+func sandboxStats(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) *runtimeapi.PodSandboxStats {
 	linux := &runtimeapi.LinuxPodSandboxStats{}
-	st := &runtimeapi.PodSandboxStats{
+	if cg := u.Cgroup; cg != nil {
+		linux.Cpu = cpuUsage(cg)
+		linux.Memory = memoryUsage(cg.Sample)
+		linux.Process = processUsage(cg.Sample)
+	}
+	for i, c := range ctrs {
+		var cu usage.Container
+		if i < len(u.Containers) {
+			cu = u.Containers[i]
+		}
+		linux.Containers = append(linux.Containers, containerStats(c, cu))
+	}
+	return &runtimeapi.PodSandboxStats{
 		Attributes: &runtimeapi.PodSandboxAttributes{
 			Id:          sb.ID,
 			Metadata:    sb.Config.GetMetadata(),
@@ -54,34 +65,4 @@ func (s *Server) sandboxStats(ctx context.Context, r *stats.Reader, sb sandbox.S
 		},
 		Linux: linux,
 	}
-	var errs []error
-	if sb.CgroupParent != "" {
-		smp, err := r.Read(ctx, sb.CgroupParent)
-		switch {
-		case errdefs.IsNotFound(err):
-			// No container has made the pod cgroup yet.
-		case err != nil:
-			errs = append(errs, err)
-		default:
-			linux.Cpu = s.cpuUsage(smp, sb.ID)
-			linux.Memory = memoryUsage(smp)
-			if smp.Pids != nil {
-				linux.Process = &runtimeapi.ProcessUsage{
-					Timestamp:    smp.Time.UnixNano(),
-					ProcessCount: &runtimeapi.UInt64Value{Value: smp.Pids.Current},
-				}
-			}
-		}
-	}
-	for _, c := range ctrs {
-		cs, err := s.containerStats(ctx, r, c)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		linux.Containers = append(linux.Containers, cs)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return st, fmt.Errorf("sandbox %s stats: %w", sb.ID, err)
-	}
-	return st, nil
 }

@@ -11,11 +11,11 @@ import (
 
 // ListPodSandboxStats reports every ready pod that matches the filter (id
 // or prefix, labels), as containerd does: a pod that is not ready has no
-// usage to read. It reads files only; a pod whose figures cannot all be
-// read is reported with what could be, and the reason logged.
+// usage to read. The figures are read from files only; a pod whose
+// figures cannot all be read is reported with what could be, and the
+// reason logged.
 func (s *Server) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
 	f := req.GetFilter()
-	r := s.statsReader()
 	byPod := s.containersBySandbox()
 	resp := &runtimeapi.ListPodSandboxStatsResponse{}
 	for _, sb := range s.sandboxes.List() {
@@ -24,14 +24,14 @@ func (s *Server) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListPo
 		case f.GetId() != "" && !strings.HasPrefix(sb.ID, f.GetId()):
 		case !matchLabels(f.GetLabelSelector(), sb.Config.GetLabels()):
 		default:
-			st, err := s.sandboxStats(ctx, r, sb, byPod[sb.ID])
+			u, err := s.usage.Pod(ctx, sb, byPod[sb.ID])
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
 				s.log.Warn("sandbox stats incomplete", "sandbox", sb.ID, "err", err)
 			}
-			resp.Stats = append(resp.Stats, st)
+			resp.Stats = append(resp.Stats, sandboxStats(sb, byPod[sb.ID], u))
 		}
 	}
 	return resp, nil

@@ -9,7 +9,7 @@ import (
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/usage"
 )
 
 // Info is what the server reports about the runtime.
@@ -56,6 +56,23 @@ type Streams interface {
 	GetPortForward(*runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
 }
 
+// Config is what a Server reports and the parts it calls.
+type Config struct {
+	// Info is what the server reports about the runtime.
+	Info       Info
+	Sandboxes  *sandbox.Manager
+	Containers *container.Manager
+	Images     *image.Store
+	Network    Network
+	Streams    Streams
+	// Usage reads the figures of the stats RPCs and ImageFsInfo.
+	Usage *usage.Service
+	// Events carries the managers' lifecycle events to
+	// GetContainerEvents; nil makes that RPC Unimplemented.
+	Events *events.Broadcaster[events.Event]
+	Log    *slog.Logger
+}
+
 // Server implements the CRI services. RPCs crib does not implement yet
 // answer Unimplemented through the embedded types.
 type Server struct {
@@ -68,25 +85,28 @@ type Server struct {
 	images     *image.Store
 	network    Network
 	streams    Streams
+	usage      *usage.Service
 	log        *slog.Logger
 	// events is where the managers' lifecycle events arrive, nil when
 	// the runtime offers none; pods is what GetContainerEvents describes
 	// them with.
 	events *events.Broadcaster[events.Event]
 	pods   podSource
-	// cpuRates holds the previous CPU reading of each container and pod,
-	// keyed by id, for the CPU rates of the stats RPCs.
-	cpuRates stats.Rates
 }
 
-// New returns a Server over the given managers. evs carries the managers'
-// lifecycle events to GetContainerEvents; nil makes that RPC Unimplemented.
-func New(info Info, sandboxes *sandbox.Manager, containers *container.Manager, images *image.Store, network Network, streams Streams, evs *events.Broadcaster[events.Event], log *slog.Logger) *Server {
+// New returns a Server over cfg's parts; it does no I/O.
+func New(cfg Config) *Server {
 	return &Server{
-		info: info, sandboxes: sandboxes, containers: containers, images: images, network: network, streams: streams,
-		events: evs,
-		pods:   podSource{sandbox: sandboxes.Get, sandboxes: sandboxes.List, containers: containers.List},
-		log:    log,
+		info:       cfg.Info,
+		sandboxes:  cfg.Sandboxes,
+		containers: cfg.Containers,
+		images:     cfg.Images,
+		network:    cfg.Network,
+		streams:    cfg.Streams,
+		usage:      cfg.Usage,
+		events:     cfg.Events,
+		pods:       podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
+		log:        cfg.Log,
 	}
 }
 

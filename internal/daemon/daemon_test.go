@@ -43,16 +43,19 @@ func TestRefusesToStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			tt.change(&cfg)
-			err := New(cfg, "/nonexistent/crib", quiet()).Run(context.Background())
+			d, err := New(context.Background(), cfg, "/nonexistent/crib", quiet())
+			if err == nil {
+				_ = d.Shutdown(context.Background())
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
+				t.Fatalf("New = %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}
 }
 
-// TestServesAndStops: the socket appears with mode 0660, and the daemon
-// stops cleanly, removing it, when its context ends.
+// TestServesAndStops: the socket appears with mode 0660, Run returns when
+// its context ends, and Shutdown then stops cleanly, removing the socket.
 func TestServesAndStops(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -62,10 +65,15 @@ func TestServesAndStops(t *testing.T) {
 	}
 	cfg := testConfig(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	// No crib binary: the monitor pool cannot warm up, which this test
 	// does not need.
-	go func() { done <- New(cfg, "/nonexistent/crib", quiet()).Run(ctx) }()
+	d, err := New(ctx, cfg, "/nonexistent/crib", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
 	var fi os.FileInfo
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		var err error
@@ -88,6 +96,9 @@ func TestServesAndStops(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("daemon did not stop")
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown = %v", err)
 	}
 	if _, err := os.Stat(cfg.Socket); !os.IsNotExist(err) {
 		t.Errorf("socket left after stop: %v", err)

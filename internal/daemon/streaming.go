@@ -1,23 +1,27 @@
 package daemon
 
 import (
-	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/streaming"
 )
 
-// startStreaming opens the streaming server on its configured address and
-// serves it in the background until Close.
-func (d *Daemon) startStreaming(containers *container.Manager, sandboxes *sandbox.Manager) (*streaming.Server, error) {
-	srv, err := streaming.Listen(streaming.Config{Address: d.cfg.Streaming.Address}, streaming.NewRuntime(containers, sandboxes))
+// listenStreaming opens the streaming server's port on its configured
+// address; serveStreaming serves it.
+func (d *Daemon) listenStreaming() (*streaming.Server, error) {
+	srv, err := streaming.Listen(streaming.Config{Address: d.cfg.Streaming.Address}, streaming.NewRuntime(d.containers, d.sandboxes))
 	if err != nil {
 		return nil, err
 	}
+	d.opened.add("streaming server", srv.Close)
+	return srv, nil
+}
+
+// serveStreaming serves the streaming server in the background until
+// Shutdown closes it.
+func (d *Daemon) serveStreaming() {
 	go func() {
-		if err := srv.Serve(); err != nil {
+		if err := d.streams.Serve(); err != nil {
 			d.log.Error("streaming server stopped", "err", err)
 		}
 	}()
-	d.log.Info("streaming server is serving", "address", srv.Addr())
-	return srv, nil
+	d.log.Info("streaming server is serving", "address", d.streams.Addr())
 }

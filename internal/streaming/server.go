@@ -74,9 +74,12 @@ func (s *Server) Serve() error {
 }
 
 // Close stops the server and closes every connection, the sessions' too,
-// which ends them.
+// which ends them. It closes the listener also when Serve never ran.
 func (s *Server) Close() error {
 	err := s.http.Close()
+	if lerr := s.ln.Close(); lerr != nil && !errors.Is(lerr, net.ErrClosed) && err == nil {
+		err = lerr
+	}
 	s.conns.closeAll()
 	return err
 }

@@ -134,3 +134,21 @@ func TestListenURLs(t *testing.T) {
 		t.Error("a second server listened on a busy address")
 	}
 }
+
+// TestCloseWithoutServe: a server closed before it served (a daemon that
+// failed to start) gives its port back.
+func TestCloseWithoutServe(t *testing.T) {
+	s, err := Listen(Config{Address: "127.0.0.1:0"}, NewRuntime(&fakeContainers{}, fakeSandboxes{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := s.Addr()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port is still taken after Close: %v", err)
+	}
+	ln.Close()
+}

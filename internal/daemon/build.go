@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/containerd/cgroups/v3"
+
+	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/cri"
+	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/network"
+	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/state"
+	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/systemd"
+	"github.com/crib-dev/crib/internal/usage"
+)
+
+// build makes every part in dependency order, recording in d.opened how
+// to close what it opens.
+func (d *Daemon) build(ctx context.Context) error {
+	runtimes, handlers, err := d.runtimes(ctx)
+	if err != nil {
+		return err
+	}
+	db, err := d.openStores(ctx)
+	if err != nil {
+		return err
+	}
+	pods, err := d.startNetwork()
+	if err != nil {
+		return err
+	}
+	// Nobody subscribes before the socket is served, so what restore
+	// publishes goes nowhere: a new subscriber relists instead.
+	d.events = events.NewBroadcaster[events.Event](events.DefaultBuffer)
+	d.opened.add("event streams", func() error { d.events.Close(); return nil })
+	if err := d.buildManagers(db, pods, runtimes, handlers); err != nil {
+		return err
+	}
+	if d.streams, err = d.listenStreaming(); err != nil {
+		return err
+	}
+	d.server = cri.New(cri.Config{
+		Info: cri.Info{
+			Version:      Version,
+			CgroupDriver: d.cfg.CgroupDriver,
+			Handlers:     handlers,
+		},
+		Sandboxes:  d.sandboxes,
+		Containers: d.containers,
+		Images:     d.images,
+		Network:    pods,
+		Streams:    d.streams,
+		Usage: usage.New(usage.Config{Cgroups: stats.Config{
+			Unified: cgroups.Mode() == cgroups.Unified,
+			Systemd: d.cfg.CgroupDriver == "systemd",
+		}}, d.containers, d.sandboxes, d.images),
+		Events: d.events,
+		Log:    d.log,
+	})
+	return nil
+}
+
+// startNetwork loads the CNI configuration and watches its directory
+// until Shutdown.
+func (d *Daemon) startNetwork() (*network.Manager, error) {
+	pods := network.New(network.Config{
+		ConfDir:    d.cfg.Network.ConfDir,
+		PluginDirs: d.cfg.Network.PluginDirs,
+		CacheDir:   filepath.Join(d.cfg.Root, "cni", "cache"),
+		Defaults: network.Defaults{
+			Name:        d.cfg.Network.Name,
+			Bridge:      d.cfg.Network.Bridge,
+			Subnet:      d.cfg.Network.Subnet,
+			IPAMDataDir: filepath.Join(d.cfg.Root, "cni", "networks"),
+		},
+	}, d.log)
+	watch, stopWatch := context.WithCancel(context.Background())
+	if err := pods.Start(watch); err != nil {
+		stopWatch()
+		return nil, err
+	}
+	d.opened.add("network watch", func() error { stopWatch(); return nil })
+	return pods, nil
+}
+
+// buildManagers makes the sandbox and container managers and the monitor
+// pool they start containers' monitors from.
+func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map[string]*ociruntime.Runtime, handlers []cri.Handler) error {
+	hostCaps, err := ocispec.ReadHostCaps()
+	if err != nil {
+		return err
+	}
+	sd, err := d.systemdClient()
+	if err != nil {
+		return err
+	}
+	d.sandboxes = sandbox.New(sandbox.Config{
+		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
+		Self:         d.self,
+		ShmSize:      d.cfg.ShmSize,
+		CgroupDriver: d.cfg.CgroupDriver,
+		CgroupParent: d.cfg.CgroupParent,
+		Systemd:      sd,
+		Events:       d.events,
+	}, db, pods, d.log)
+	// One monitor waits ahead of need: a container start then waits for
+	// no process start-up but the OCI runtime's.
+	d.monitors = monitor.NewPool(d.self, 1)
+	d.opened.add("idle monitors", func() error { d.monitors.Close(); return nil })
+	d.containers = container.New(container.Config{
+		BundleDir:         filepath.Join(d.cfg.Root, "containers"),
+		StateDir:          filepath.Join(d.cfg.State, "containers"),
+		Monitors:          d.monitors,
+		RecursiveReadOnly: rroHandlers(handlers),
+		Runtimes:          runtimes,
+		CgroupDriver:      d.cfg.CgroupDriver,
+		CgroupV2:          cgroups.Mode() == cgroups.Unified,
+		OOMScoreAdjMin:    oomScoreAdjMin(),
+		HostCaps:          hostCaps,
+		Hugetlb:           hasController("hugetlb"),
+		Events:            d.events,
+	}, db, d.images, d.sandboxes, d.log)
+	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
+	return nil
+}
+
+// systemdClient is the client of systemd's D-Bus API when systemd runs,
+// else nil. It connects on first use: under cgroupfs, only to stop the
+// slices of pods made before a switch from the systemd driver.
+func (d *Daemon) systemdClient() (*systemd.Client, error) {
+	if !systemd.Booted() {
+		if d.cfg.CgroupDriver == "systemd" {
+			return nil, fmt.Errorf("cgroup_driver is systemd, but systemd is not running on this host")
+		}
+		return nil, nil
+	}
+	sd := systemd.New()
+	d.opened.add("systemd connection", func() error { sd.Close(); return nil })
+	return sd, nil
+}

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/api"
+	"github.com/crib-dev/crib/internal/ociruntime"
+)
+
+// runState is a Run's: cancel ends it, done is closed when it returned.
+type runState struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Run restores what the previous daemon left, then serves the CRI socket,
+// the local API and the streaming server until ctx is done or Shutdown is
+// called, and returns nil then; it returns an error when restoring or
+// serving failed. It does not stop serving: Shutdown must follow, in any
+// case. Run may be called once, and not after Shutdown.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, finish, err := d.beginRun(ctx)
+	if err != nil {
+		return err
+	}
+	defer finish()
+	if err := d.restore(ctx); err != nil {
+		return err
+	}
+	d.monitors.Warm()
+	d.serveStreaming()
+	return d.serve(ctx)
+}
+
+// beginRun records the Run starting on ctx, so that Shutdown can end it
+// and wait for it, and returns the Run's context and what ends it.
+func (d *Daemon) beginRun(ctx context.Context) (context.Context, func(), error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.shutDown:
+		return nil, nil, errors.New("run crib daemon: it is shut down")
+	case d.run != nil:
+		return nil, nil, errors.New("run crib daemon: it already runs")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	run := &runState{cancel: cancel, done: make(chan struct{})}
+	d.run = run
+	return ctx, func() { cancel(); close(run.done) }, nil
+}
+
+// serve serves the CRI and the local API on their sockets until ctx is
+// done or a server fails.
+func (d *Daemon) serve(ctx context.Context) error {
+	lis, err := listen(d.cfg.Socket, 0o660)
+	if err != nil {
+		return err
+	}
+	apiLis, err := listen(d.apiSocket(), 0o600)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	d.grpc = grpc.NewServer(
+		grpc.UnaryInterceptor(d.server.Interceptor),
+		grpc.StreamInterceptor(d.server.StreamInterceptor),
+		grpc.MaxRecvMsgSize(16<<20),
+		// ExecSync answers with up to 16 MiB of stdout and as much of
+		// stderr, plus the message's own framing.
+		grpc.MaxSendMsgSize(2*ociruntime.DefaultExecOutputCap+1<<20),
+	)
+	runtimeapi.RegisterRuntimeServiceServer(d.grpc, d.server)
+	runtimeapi.RegisterImageServiceServer(d.grpc, d.server)
+	d.api = &http.Server{Handler: api.Handler(d.images, d.log), ReadHeaderTimeout: 10 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() { errc <- d.grpc.Serve(lis) }()
+	go func() { errc <- d.api.Serve(apiLis) }()
+	close(d.ready)
+	d.log.Info("crib is serving", "socket", d.cfg.Socket, "root", d.cfg.Root, "state", d.cfg.State, "version", Version)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", d.cfg.Socket, err)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// apiSocket is where crib's local API is served.
+func (d *Daemon) apiSocket() string { return filepath.Join(d.cfg.State, api.SocketName) }
+
+// listen opens a unix socket with mode, replacing a stale one.
+func listen(path string, mode os.FileMode) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		conn.Close()
+		return nil, fmt.Errorf("socket %s is in use: is another crib running?", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return lis, nil
+}

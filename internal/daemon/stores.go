@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/crib-dev/crib/internal/config"
+	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/state"
+)
+
+// openStores makes crib's directories and opens the metadata store and
+// the image store (d.images) in them.
+func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
+	if err := d.prepareRoots(); err != nil {
+		return nil, err
+	}
+	db, err := state.Open(filepath.Join(d.cfg.Root, "metadata.db"))
+	if err != nil {
+		return nil, err
+	}
+	d.opened.add("metadata store", db.Close)
+	images, err := image.Open(ctx, image.Config{
+		Root:                filepath.Join(d.cfg.Root, "images"),
+		Registries:          registries(d.cfg.Registries),
+		MaxLayerSize:        d.cfg.MaxLayerSize,
+		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.opened.add("image store", images.Close)
+	d.images = images
+	for _, ref := range d.cfg.PinnedImages {
+		if err := images.SetPinned(ref, true); err != nil {
+			d.log.Warn("pinned image is not in the store", "image", ref, "err", err)
+		}
+	}
+	return db, nil
+}
+
+// prepareRoots makes crib's directories and checks that they are writable.
+func (d *Daemon) prepareRoots() error {
+	for _, dir := range []string{d.cfg.Root, d.cfg.State} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return fmt.Errorf("root %s is unusable: %w", dir, err)
+		}
+		probe, err := os.CreateTemp(dir, ".probe-*")
+		if err != nil {
+			return fmt.Errorf("root %s is unusable: %w", dir, err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+	}
+	return nil
+}
+
+func registries(in map[string]config.Registry) map[string]image.Registry {
+	out := make(map[string]image.Registry, len(in))
+	for host, r := range in {
+		out[host] = image.Registry{Mirrors: r.Mirrors, Insecure: r.Insecure}
+	}
+	return out
+}
