@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/crib-dev/crib/internal/agent/kuberuntime"
 )
 
 // rejection is why a pod was not admitted to this node, in the kubelet's
@@ -22,32 +26,40 @@ func (a *Agent) admit(pod *corev1.Pod) *rejection {
 	uid := string(pod.UID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r, ok := a.rejected[uid]; ok {
-		return r
+	rec := a.recordOf(uid)
+	if rec.rejected != nil {
+		return rec.rejected
 	}
-	if a.admitted[uid] {
+	if rec.admitted {
 		return nil
 	}
 	var others []*corev1.Pod
-	for id := range a.admitted {
-		if p := a.desired[id]; p != nil && id != uid {
-			others = append(others, p)
+	for id, other := range a.pods {
+		if id != uid && other.admitted && other.wanted() {
+			others = append(others, other.spec)
 		}
 	}
 	r := fits(pod, others, a.cfg.PodConfig.NodeMilliCPU, a.cfg.PodConfig.NodeMemoryBytes)
 	if r != nil {
-		a.rejected[uid] = r
+		rec.rejected = r
 		a.log.Warn("pod rejected", "pod", podKey(pod), "reason", r.Reason, "message", r.Message)
 		return r
 	}
-	a.admitted[uid] = true
+	rec.admitted = true
 	return nil
 }
 
-// forgetAdmission makes the next sync decide about the pod afresh.
-func (a *Agent) forgetAdmission(uid string) {
-	delete(a.admitted, uid)
-	delete(a.rejected, uid)
+// keepRejected shows a pod the node did not admit as Failed, stopping
+// whatever it may still run from before (an edit that no longer fits).
+func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberuntime.PodRuntime, r *rejection) time.Duration {
+	if err := a.rt.KillPod(ctx, pod, pr.Observed); err != nil {
+		return a.cfg.ErrorRequeue
+	}
+	a.probes.RemovePod(string(pod.UID))
+	st := a.computeStatus(pod, pr.Observed, "", false)
+	st.Phase, st.Reason, st.Message = corev1.PodFailed, r.Reason, r.Message
+	a.storeStatus(pod, st)
+	return 0
 }
 
 // fits checks pod against the node's capacity (zero: unknown, not

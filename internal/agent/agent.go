@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 
@@ -79,27 +77,12 @@ type Agent struct {
 	pullBackoff  *backoff.Backoff
 
 	mu sync.Mutex
-	// desired are the pods the manifests ask for, by UID.
-	desired map[string]*corev1.Pod
-	data    kuberuntime.Data
-	// known is the last spec of every pod the agent has run, so that a pod
-	// whose manifest went can still be stopped with its hooks.
-	known map[string]*corev1.Pod
-	// firstSeen is when the agent first saw each pod; started records pods
-	// whose start latency is already measured.
-	firstSeen map[string]time.Time
-	started   map[string]bool
-	// fingerprints is what each pod looked like at the last relist.
-	fingerprints map[string]string
-	// admitted and rejected record admission decisions by UID.
-	admitted map[string]bool
-	rejected map[string]*rejection
-	// fresh marks pods whose manifest changed since their status was last
-	// computed: the new version's status does not build on the old one's.
-	fresh map[string]bool
-	// evicted holds why a pod was evicted; it stays down until its
-	// manifest changes.
-	evicted map[string]string
+	// pods holds the record of every pod the agent knows of, by UID: one
+	// a manifest asks for, the runtime holds, or whose teardown is not
+	// done. It is the agent's only per-pod state (see podRecord).
+	pods map[string]*podRecord
+	// data is what the manifests' pods may draw on.
+	data kuberuntime.Data
 	// qosSet records that the QoS cgroups got their shares once; after
 	// that, only a change of pods changes them.
 	qosSet bool
@@ -142,22 +125,14 @@ func New(cfg Config) *Agent {
 		cfg.PodConfig.CgroupParent = cgroups.CgroupParent()
 	}
 	return &Agent{
-		cgroups:      cgroups,
-		cfg:          cfg,
-		log:          cfg.Log,
-		store:        status.NewStore(),
-		events:       status.NewEvents(status.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
-		metrics:      status.NewMetrics(),
-		volumes:      volume.New(volume.Config{Root: filepath.Join(cfg.Root, "pods")}, cfg.Log),
-		desired:      map[string]*corev1.Pod{},
-		known:        map[string]*corev1.Pod{},
-		firstSeen:    map[string]time.Time{},
-		started:      map[string]bool{},
-		fingerprints: map[string]string{},
-		evicted:      map[string]string{},
-		fresh:        map[string]bool{},
-		admitted:     map[string]bool{},
-		rejected:     map[string]*rejection{},
+		cgroups: cgroups,
+		cfg:     cfg,
+		log:     cfg.Log,
+		store:   status.NewStore(),
+		events:  status.NewEvents(status.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
+		metrics: status.NewMetrics(),
+		volumes: volume.New(volume.Config{Root: filepath.Join(cfg.Root, "pods")}, cfg.Log),
+		pods:    map[string]*podRecord{},
 	}
 }
 
@@ -244,134 +219,4 @@ func (a *Agent) healthy() error {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	return nil
-}
-
-// apply takes a new manifest snapshot and, when sync is set, syncs every
-// pod it adds, changes or removes.
-func (a *Agent) apply(snap source.Snapshot, sync bool) {
-	next := map[string]*corev1.Pod{}
-	for _, p := range snap.Pods {
-		next[string(p.UID)] = p
-	}
-	errs := make([]status.SourceError, 0, len(snap.Errors))
-	for _, e := range snap.Errors {
-		errs = append(errs, status.SourceError{Path: e.Path, Message: e.Error()})
-		a.events.Record(corev1.ObjectReference{Kind: "Manifest", Name: e.Path}, corev1.EventTypeWarning, "InvalidManifest", e.Error())
-	}
-	a.store.SetSourceErrors(errs)
-
-	a.mu.Lock()
-	var changed []string
-	for uid, p := range next {
-		old, ok := a.desired[uid]
-		if !ok || !podEqual(old, p) {
-			changed = append(changed, uid)
-			delete(a.evicted, uid)
-			a.forgetAdmission(uid)
-			if ok {
-				a.fresh[uid] = true
-			}
-		}
-		a.known[uid] = p
-		if _, ok := a.firstSeen[uid]; !ok {
-			a.firstSeen[uid] = a.cfg.Clock.Now()
-		}
-	}
-	for uid := range a.desired {
-		if _, ok := next[uid]; !ok {
-			changed = append(changed, uid)
-			a.forgetAdmission(uid)
-		}
-	}
-	dataChanged := !dataEqual(a.data, snap)
-	a.desired = next
-	a.data = kuberuntime.Data{ConfigMaps: snap.ConfigMaps, Secrets: snap.Secrets}
-	if dataChanged {
-		// ConfigMap and Secret volumes of every pod may need new content.
-		changed = changed[:0]
-		for uid := range next {
-			changed = append(changed, uid)
-		}
-		for uid := range a.known {
-			if _, ok := next[uid]; !ok {
-				changed = append(changed, uid)
-			}
-		}
-	}
-	a.mu.Unlock()
-	if len(changed) > 0 || !a.qosSet {
-		a.qosSet = true
-		a.updateQOS(snap.Pods)
-	}
-	if !sync {
-		return
-	}
-	for _, uid := range changed {
-		a.workers.Sync(uid)
-	}
-}
-
-// updateQOS gives the QoS cgroups their CPU shares from the pods the node
-// runs, as the kubelet does whenever pods come, go or change.
-func (a *Agent) updateQOS(pods []*corev1.Pod) {
-	if a.cgroups == nil {
-		return
-	}
-	if err := a.cgroups.UpdateQOS(pods); err != nil {
-		a.log.Warn("update QoS cgroups", "err", err)
-	}
-}
-
-func (a *Agent) desiredUIDs() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]string, 0, len(a.desired))
-	for uid := range a.desired {
-		out = append(out, uid)
-	}
-	return out
-}
-
-// desiredPod returns the pod's spec and the data it may draw on, or nil
-// when no manifest asks for it.
-func (a *Agent) desiredPod(uid string) (*corev1.Pod, *corev1.Pod, kuberuntime.Data) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.desired[uid], a.known[uid], a.data
-}
-
-// storeStatus records a pod's status and the metrics it implies.
-func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
-	uid := string(pod.UID)
-	prev, hadPrev := a.store.Get(types.UID(uid))
-	a.store.Set(pod, st)
-	if hadPrev {
-		old := map[string]int32{}
-		for _, c := range append(prev.Status.InitContainerStatuses, prev.Status.ContainerStatuses...) {
-			old[c.Name] = c.RestartCount
-		}
-		for _, c := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
-			if c.RestartCount > old[c.Name] {
-				a.metrics.ContainerRestarted(pod.Namespace, pod.Name, c.Name)
-			}
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.started[uid] && allRunning(st) {
-		a.started[uid] = true
-		a.metrics.ObservePodStart(a.cfg.Clock.Since(a.firstSeen[uid]))
-	}
-}
-
-func allRunning(st corev1.PodStatus) bool {
-	if len(st.ContainerStatuses) == 0 {
-		return false
-	}
-	for _, c := range st.ContainerStatuses {
-		if c.State.Running == nil {
-			return false
-		}
-	}
-	return true
 }

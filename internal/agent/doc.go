@@ -6,7 +6,15 @@
 // The loop reacts to four inputs — manifest snapshots, a relist of the
 // runtime every second, a periodic resync and housekeeping — and each one
 // only names pods that need a sync; the sync itself runs on that pod's
-// worker. The agent talks to the runtime through cri-api's interfaces only.
+// worker.
+//
+// Everything the agent knows of a pod is in one record (podRecord) with
+// the pod's phase: syncing while a manifest asks for it, terminating once
+// none does, terminated when its teardown is done. A sync observes the
+// pod, then runs it (admission, plan, actions, status) or tears it down,
+// by that phase; what the runtime executor learns comes back to the record.
+//
+// The agent talks to the runtime through cri-api's interfaces only.
 // Stopping the agent leaves pods running: the next agent adopts them from
 // the runtime's labels.
 package agent

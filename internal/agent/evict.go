@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crib-dev/crib/internal/agent/kuberuntime"
 	"github.com/crib-dev/crib/internal/agent/volume"
 )
 
@@ -23,15 +24,9 @@ const reasonEvicted = "Evicted"
 // meaningless, and crib enforces it: the pod is stopped and shown Failed
 // with reason Evicted until its manifest changes.
 func (a *Agent) checkVolumeUsage() {
-	for _, uid := range a.desiredUIDs() {
-		pod, _, _ := a.desiredPod(uid)
-		if pod == nil || !hasDiskLimit(pod) {
-			continue
-		}
-		a.mu.Lock()
-		_, done := a.evicted[uid]
-		a.mu.Unlock()
-		if done {
+	for _, uid := range a.wantedUIDs() {
+		pod, evicted := a.wantedPod(uid)
+		if pod == nil || !hasDiskLimit(pod) || evicted != "" {
 			continue
 		}
 		usage, err := a.volumes.Usage(uid)
@@ -43,9 +38,7 @@ func (a *Agent) checkVolumeUsage() {
 			continue
 		}
 		msg := fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q.", name, limitOf(pod, name))
-		a.mu.Lock()
-		a.evicted[uid] = msg
-		a.mu.Unlock()
+		a.withRecord(uid, func(rec *podRecord) { rec.evicted = msg })
 		a.events.Event(pod, corev1.EventTypeWarning, reasonEvicted, msg)
 		a.workers.Sync(uid)
 	}
@@ -70,16 +63,16 @@ func limitOf(pod *corev1.Pod, name string) string {
 }
 
 // evictionOf says why the pod was evicted, or "".
-func (a *Agent) evictionOf(uid string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.evicted[uid]
+func (a *Agent) evictionOf(uid string) (msg string) {
+	a.withRecord(uid, func(rec *podRecord) { msg = rec.evicted })
+	return msg
 }
 
 // keepEvicted stops an evicted pod's containers and records it Failed.
-func (a *Agent) keepEvicted(ctx context.Context, pod *corev1.Pod, msg string) time.Duration {
+// last is what the sync observed of it.
+func (a *Agent) keepEvicted(ctx context.Context, pod *corev1.Pod, msg string, last *kuberuntime.PodRuntime) time.Duration {
 	uid := string(pod.UID)
-	pr, err := a.rt.ObservePod(ctx, uid)
+	pr, err := a.observe(ctx, uid, last)
 	if err != nil {
 		return a.cfg.ErrorRequeue
 	}
@@ -88,10 +81,10 @@ func (a *Agent) keepEvicted(ctx context.Context, pod *corev1.Pod, msg string) ti
 		return a.cfg.ErrorRequeue
 	}
 	a.probes.RemovePod(uid)
-	if after, err := a.rt.ObservePod(ctx, uid); err == nil {
+	if after, err := a.observe(ctx, uid, pr); err == nil {
 		pr = after
 	}
-	st := a.computeStatus(pod, pr.Observed, noResult, false)
+	st := a.computeStatus(pod, pr.Observed, "", false)
 	st.Phase = corev1.PodFailed
 	st.Reason = reasonEvicted
 	st.Message = msg

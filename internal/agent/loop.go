@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/crib-dev/crib/internal/agent/kuberuntime"
 	"github.com/crib-dev/crib/internal/agent/plan"
@@ -41,7 +44,7 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 			haveSnapshot = true
 			a.apply(snap, false)
 			if !a.relist(ctx, true) {
-				for _, uid := range a.desiredUIDs() {
+				for _, uid := range a.wantedUIDs() {
 					a.workers.Sync(uid)
 				}
 			}
@@ -50,7 +53,7 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 				a.relist(ctx, false)
 			}
 		case <-resync.C():
-			for _, uid := range a.desiredUIDs() {
+			for _, uid := range a.wantedUIDs() {
 				a.workers.Sync(uid)
 			}
 		case <-housekeeping.C():
@@ -66,43 +69,42 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 // asks for. all syncs every pod found or wanted. It reports whether the
 // runtime answered.
 func (a *Agent) relist(ctx context.Context, all bool) bool {
-	pods, err := a.rt.ListPods(ctx)
+	pods, err := a.rt.ListPods(ctx, a.lastObserved())
 	if err != nil {
 		a.log.Warn("relist failed", "err", err)
 		return false
 	}
 	a.mu.Lock()
 	var dirty []string
-	seen := map[string]bool{}
 	for uid, p := range pods {
-		seen[uid] = true
+		rec := a.recordOf(uid)
 		fp := fingerprint(p)
-		_, wanted := a.desired[uid]
-		if all || a.fingerprints[uid] != fp || !wanted {
+		if all || rec.fingerprint != fp || !rec.wanted() {
 			dirty = append(dirty, uid)
 		}
-		a.fingerprints[uid] = fp
-		if all && wanted && live(p) {
+		rec.fingerprint = fp
+		rec.runtime = p
+		if all && rec.wanted() && live(p) {
 			// The first relist after a start: a pod that runs was admitted
 			// by the agent before, and keeps its place ahead of pods that
 			// are new; its start was measured then.
-			if _, rejected := a.rejected[uid]; !rejected {
-				a.admitted[uid] = true
+			if rec.rejected == nil {
+				rec.admitted = true
 			}
-			a.started[uid] = true
+			rec.startMeasured = true
 		}
 	}
-	for uid := range a.fingerprints {
-		if !seen[uid] {
-			delete(a.fingerprints, uid)
+	for uid, rec := range a.pods {
+		if _, found := pods[uid]; found {
+			continue
+		}
+		rec.runtime = nil
+		if rec.listed() {
+			rec.fingerprint = ""
 			dirty = append(dirty, uid)
 		}
-	}
-	if all {
-		for uid := range a.desired {
-			if !seen[uid] {
-				dirty = append(dirty, uid)
-			}
+		if all && rec.wanted() {
+			dirty = append(dirty, uid)
 		}
 	}
 	a.mu.Unlock()
@@ -124,10 +126,10 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	}
 	for _, uid := range uids {
 		a.mu.Lock()
-		_, wanted := a.desired[uid]
-		_, running := a.fingerprints[uid]
+		rec := a.pods[uid]
+		known := rec != nil && (rec.wanted() || rec.listed())
 		a.mu.Unlock()
-		if wanted || running || a.workers.Busy(uid) {
+		if known || a.workers.Busy(uid) {
 			continue
 		}
 		// The pod directory outlives the pod's cgroup (made after it,
@@ -161,4 +163,19 @@ func live(p *kuberuntime.PodRuntime) bool {
 		}
 	}
 	return false
+}
+
+// fingerprint sums up what a relist can see change in a pod.
+func fingerprint(p *kuberuntime.PodRuntime) string {
+	var b strings.Builder
+	for _, s := range p.Observed.Sandboxes {
+		fmt.Fprintf(&b, "s%s:%d:%s;", s.ID, s.State, s.IP)
+	}
+	ids := make([]string, 0, len(p.Observed.Containers))
+	for _, c := range p.Observed.Containers {
+		ids = append(ids, fmt.Sprintf("c%s:%d;", c.ID, c.State))
+	}
+	sort.Strings(ids)
+	b.WriteString(strings.Join(ids, ""))
+	return b.String()
 }

@@ -108,14 +108,14 @@ func TestReviewFinishedPodEditedRunsAgainAndSaysSo(t *testing.T) {
 	}
 }
 
-// TestReviewTerminateRacingReAddKeepsFirstSeen: terminate() deletes
-// known/firstSeen/started/admission under a.mu *after* TerminatePod
-// returned, without checking that the pod is still unwanted. When the
-// manifest comes back while the teardown runs, apply() records firstSeen
-// and known, and terminate then wipes them: the re-added pod has no
-// StartTime and its start latency is measured from the zero time (an
-// observation of ~2000 years in the histogram). Shown here by calling the
-// two halves in the racing order directly.
+// TestReviewTerminateRacingReAddKeepsFirstSeen: terminate() used to clear
+// the pod's spec, firstSeen, start measurement and admission *after*
+// TerminatePod returned, without checking that the pod is still unwanted.
+// When the manifest comes back while the teardown runs, apply() records
+// firstSeen and the spec, and terminate then wiped them: the re-added pod
+// had no StartTime and its start latency was measured from the zero time
+// (an observation of ~2000 years in the histogram). Shown here by calling
+// the two halves in the racing order directly.
 func TestReviewTerminateRacingReAddKeepsFirstSeen(t *testing.T) {
 	f := newRuntimeFakes(t)
 	r := f.start(t)
@@ -127,22 +127,24 @@ func TestReviewTerminateRacingReAddKeepsFirstSeen(t *testing.T) {
 
 	a := r.a
 	uid := string(pod.UID)
-	// The worker took the "pod gone" branch (desired was empty) and is in
-	// TerminatePod; meanwhile the manifest returns.
+	// The worker found the pod terminating and is in TerminatePod;
+	// meanwhile the manifest returns.
 	a.mu.Lock()
-	a.desired[uid] = pod
-	a.known[uid] = pod
-	a.firstSeen[uid] = f.clk.Now()
+	rec := a.recordOf(uid)
+	rec.phase = phaseSyncing
+	rec.spec = pod
+	rec.firstSeen = f.clk.Now()
 	a.mu.Unlock()
 	// terminate's bookkeeping after TerminatePod returned:
-	pr, err := a.rt.ObservePod(t.Context(), uid)
+	pr, err := a.rt.ObservePod(t.Context(), uid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.terminate(t.Context(), pod, pr)
+	a.terminate(t.Context(), uid, pod, pr)
 	a.mu.Lock()
-	_, seen := a.firstSeen[uid]
-	_, known := a.known[uid]
+	rec = a.pods[uid]
+	seen := rec != nil && !rec.firstSeen.IsZero()
+	known := rec != nil && rec.spec != nil
 	a.mu.Unlock()
 	if !seen || !known {
 		t.Errorf("after a teardown raced with a re-add: firstSeen kept=%v known kept=%v, want both", seen, known)

@@ -37,7 +37,7 @@ func TestCrashLoopBackoff(t *testing.T) {
 		if !IsWaiting(res.Err) {
 			t.Errorf("SyncPod err in backoff = %v, want a waiting error", res.Err)
 		}
-		if w := e.m.Waiting(uid)["app"]; w.Reason != reasonCrashLoopBackOff {
+		if w := e.waitingOf(uid)["app"]; w.Reason != reasonCrashLoopBackOff {
 			t.Fatalf("Waiting[app] in backoff = %+v, want %s", w, reasonCrashLoopBackOff)
 		}
 	}
@@ -47,7 +47,7 @@ func TestCrashLoopBackoff(t *testing.T) {
 	if got, want := createsSince(mark), []string{"CreateContainer:app:2"}; !cmp.Equal(got, want) {
 		t.Fatalf("past the backoff creates = %v, want %v", got, want)
 	}
-	if w, ok := e.m.Waiting(uid)["app"]; ok {
+	if w, ok := e.waitingOf(uid)["app"]; ok {
 		t.Errorf("Waiting[app] after the restart = %+v, want none", w)
 	}
 

@@ -10,6 +10,8 @@
 // It talks to the runtime only through cri-api's RuntimeService and
 // ImageManagerService interfaces, so any CRI runtime will do. It keeps no
 // state that a restart could lose: everything it needs to adopt a running
-// pod is in the runtime's labels and annotations; what it does keep in
-// memory (why a container is waiting, backoff timers) is advisory.
+// pod is in the runtime's labels and annotations. It keeps nothing per pod
+// either: what it learns of a pod (its observation, why its containers
+// wait) goes back to the caller, whose record of the pod holds it; only
+// the backoff timers live on here, and they are advisory.
 package kuberuntime

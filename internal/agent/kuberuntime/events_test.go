@@ -91,14 +91,17 @@ func TestStopContainerNotFoundIsDone(t *testing.T) {
 	}
 }
 
+// TestWaitingIsACopy: the reasons a sync learned are applied to a copy of
+// the ones kept, so that changing the result changes nothing kept.
 func TestWaitingIsACopy(t *testing.T) {
 	e := newEnv(t)
 	pod := testPod(func(p *corev1.Pod) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever })
 	e.img.SetFakeImages(nil)
-	e.sync(pod)
-	w := e.m.Waiting(string(pod.UID))
+	res := e.sync(pod)
+	kept := e.waitingOf(string(pod.UID))
+	w := res.Waiting.Apply(kept)
 	delete(w, "app")
-	if _, ok := e.m.Waiting(string(pod.UID))["app"]; !ok {
-		t.Errorf("changing the returned map changed the manager's")
+	if _, ok := kept["app"]; !ok {
+		t.Errorf("changing the returned map changed the kept one")
 	}
 }

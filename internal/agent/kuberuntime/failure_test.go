@@ -24,7 +24,7 @@ func TestStartContainerFailureReplacesCreatedInstance(t *testing.T) {
 	if res.Err == nil {
 		t.Fatal("SyncPod: no error after StartContainer failed")
 	}
-	if w := e.m.Waiting(string(pod.UID))["app"]; w.Reason != reasonRunContainerError {
+	if w := e.waitingOf(string(pod.UID))["app"]; w.Reason != reasonRunContainerError {
 		t.Errorf("Waiting[app] = %+v, want %s", w, reasonRunContainerError)
 	}
 	created := e.rt.containerIDs(runtimeapi.ContainerState_CONTAINER_CREATED)
@@ -39,7 +39,7 @@ func TestStartContainerFailureReplacesCreatedInstance(t *testing.T) {
 	if got := e.rt.containerIDs(runtimeapi.ContainerState_CONTAINER_CREATED); len(got) != 0 {
 		t.Errorf("created containers left: %v", got)
 	}
-	if w, ok := e.m.Waiting(string(pod.UID))["app"]; ok {
+	if w, ok := e.waitingOf(string(pod.UID))["app"]; ok {
 		t.Errorf("Waiting[app] after the start = %+v, want none", w)
 	}
 }
@@ -51,7 +51,7 @@ func TestCreateContainerFailureRetriesSameAttempt(t *testing.T) {
 	if res := e.sync(pod); res.Err == nil {
 		t.Fatal("SyncPod: no error after CreateContainer failed")
 	}
-	if w := e.m.Waiting(string(pod.UID))["app"]; w.Reason != reasonCreateError || !strings.Contains(w.Message, "no space left") {
+	if w := e.waitingOf(string(pod.UID))["app"]; w.Reason != reasonCreateError || !strings.Contains(w.Message, "no space left") {
 		t.Errorf("Waiting[app] = %+v, want %s with the runtime's message", w, reasonCreateError)
 	}
 	mark := e.log.len()

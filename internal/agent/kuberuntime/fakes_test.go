@@ -17,6 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/backoff"
 	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	agentstatus "github.com/crib-dev/crib/internal/agent/status"
 )
 
 // callLog is one ordered record of what the runtime, the hooks and the
@@ -281,6 +282,12 @@ type env struct {
 	vol *fakeVolumes
 	m   *Manager
 
+	// last and waiting are what the agent's record of each pod keeps
+	// between syncs, by pod UID: its last observation and why its
+	// containers wait.
+	last    map[string]*PodRuntime
+	waiting map[string]map[string]agentstatus.Waiting
+
 	hookMu sync.Mutex
 	hook   hookFunc
 }
@@ -298,6 +305,9 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 		rt:  newRecRuntime(log),
 		img: critest.NewFakeImageService(),
 		vol: &fakeVolumes{log: log},
+
+		last:    map[string]*PodRuntime{},
+		waiting: map[string]map[string]agentstatus.Waiting{},
 	}
 	e.img.SetFakeImages([]string{"busybox:1.36"})
 	cfg := Config{
@@ -331,18 +341,20 @@ func (e *env) setHook(h hookFunc) {
 	e.hook = h
 }
 
-// observe reads the pod from the runtime.
+// observe reads the pod from the runtime, from its last observation on.
 func (e *env) observe(pod *corev1.Pod) *PodRuntime {
 	e.t.Helper()
-	pr, err := e.m.ObservePod(e.ctx, string(pod.UID))
+	uid := string(pod.UID)
+	pr, err := e.m.ObservePod(e.ctx, uid, e.last[uid])
 	if err != nil {
 		e.t.Fatalf("ObservePod: %v", err)
 	}
+	e.last[uid] = pr
 	return pr
 }
 
 // sync does what the agent's pod worker does: observe, collect garbage,
-// sync.
+// sync, and keep what the sync learned of why containers wait.
 func (e *env) sync(pod *corev1.Pod) SyncResult {
 	e.t.Helper()
 	pr := e.observe(pod)
@@ -350,8 +362,14 @@ func (e *env) sync(pod *corev1.Pod) SyncResult {
 	if err != nil {
 		e.t.Fatalf("CollectGarbage: %v", err)
 	}
-	return e.m.SyncPod(e.ctx, pod, obs, Data{})
+	res := e.m.SyncPod(e.ctx, pod, obs, Data{})
+	uid := string(pod.UID)
+	e.waiting[uid] = res.Waiting.Apply(e.waiting[uid])
+	return res
 }
+
+// waitingOf says why the pod's containers wait after the syncs so far.
+func (e *env) waitingOf(uid string) map[string]agentstatus.Waiting { return e.waiting[uid] }
 
 // mustSync syncs and fails the test on any error.
 func (e *env) mustSync(pod *corev1.Pod) SyncResult {

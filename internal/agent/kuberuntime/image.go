@@ -33,7 +33,7 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 	switch {
 	case c.ImagePullPolicy == corev1.PullNever && present == nil:
 		msg := fmt.Sprintf("image %q is not present and the pull policy is Never", c.Image)
-		m.setWaiting(string(pod.UID), c.Name, reasonErrImageNeverPull, msg)
+		env.waiting.wait(c.Name, reasonErrImageNeverPull, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, reasonErrImageNeverPull, msg)
 		return nil, fmt.Errorf("%s: %w", msg, errWaiting)
 	case present != nil && c.ImagePullPolicy != corev1.PullAlways:
@@ -44,7 +44,7 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 	key := string(pod.UID) + "/" + c.Image
 	if in, left := m.cfg.PullBackoff.InBackoff(key); in {
 		msg := fmt.Sprintf("Back-off pulling image %q (%s left)", c.Image, left.Round(time.Second))
-		m.setWaiting(string(pod.UID), c.Name, reasonImagePullBackOff, msg)
+		env.waiting.wait(c.Name, reasonImagePullBackOff, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "BackOff", msg)
 		return nil, &waitError{msg: msg, left: left}
 	}
@@ -54,7 +54,7 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 	if err != nil {
 		m.cfg.PullBackoff.Next(key)
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		m.setWaiting(string(pod.UID), c.Name, reasonErrImagePull, msg)
+		env.waiting.wait(c.Name, reasonErrImagePull, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", msg)
 		return nil, fmt.Errorf("pull image %q: %w", c.Image, fromGRPC(err))
 	}

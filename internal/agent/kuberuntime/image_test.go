@@ -56,7 +56,7 @@ func TestImagePullPolicies(t *testing.T) {
 			if got := e.creates() > 0; got != tc.wantCreate {
 				t.Errorf("created = %v, want %v (calls %v)", got, tc.wantCreate, e.log.since(0))
 			}
-			w := e.m.Waiting(string(pod.UID))["app"]
+			w := e.waitingOf(string(pod.UID))["app"]
 			if w.Reason != tc.wantWaiting {
 				t.Errorf("Waiting[app] = %+v, want reason %q", w, tc.wantWaiting)
 			}
@@ -84,7 +84,7 @@ func TestImagePullBackoff(t *testing.T) {
 	if got := e.pulls(); got != 1 {
 		t.Fatalf("PullImage calls = %d, want 1", got)
 	}
-	if w := e.m.Waiting(string(pod.UID))["app"]; w.Reason != reasonErrImagePull {
+	if w := e.waitingOf(string(pod.UID))["app"]; w.Reason != reasonErrImagePull {
 		t.Fatalf("after a failed pull Waiting[app] = %+v, want %s", w, reasonErrImagePull)
 	}
 	if e.creates() != 0 {
@@ -100,7 +100,7 @@ func TestImagePullBackoff(t *testing.T) {
 	if got := e.pulls(); got != 1 {
 		t.Fatalf("PullImage calls in backoff = %d, want still 1", got)
 	}
-	if w := e.m.Waiting(string(pod.UID))["app"]; w.Reason != reasonImagePullBackOff {
+	if w := e.waitingOf(string(pod.UID))["app"]; w.Reason != reasonImagePullBackOff {
 		t.Fatalf("in backoff Waiting[app] = %+v, want %s", w, reasonImagePullBackOff)
 	}
 
@@ -111,7 +111,7 @@ func TestImagePullBackoff(t *testing.T) {
 		t.Fatalf("PullImage calls after the backoff = %d, want 2", got)
 	}
 	e.running(pod, "app")
-	if w, ok := e.m.Waiting(string(pod.UID))["app"]; ok {
+	if w, ok := e.waitingOf(string(pod.UID))["app"]; ok {
 		t.Errorf("Waiting[app] after start = %+v, want none", w)
 	}
 }

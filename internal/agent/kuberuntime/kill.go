@@ -25,19 +25,18 @@ const (
 // KillPod stops every live container of the pod, then its sandboxes,
 // leaving them in place for their logs and statuses.
 func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed) error {
-	return m.killPod(ctx, pod, obs, nil)
+	return m.killPod(ctx, pod, obs)
 }
 
 // killPod stops every live container of the pod, then every ready sandbox.
 // Containers stop in the groups of killGroups: the app containers (and
 // anything else that is not a sidecar) in parallel, then each sidecar in
 // reverse spec order. A group that fails to stop ends the kill, so that a
-// sidecar is never stopped under a container that may still use it.
-// grace overrides the pod's termination grace period when not nil; each
-// group gets the whole of it.
-func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, grace *int64) error {
+// sidecar is never stopped under a container that may still use it. Each
+// group gets the whole grace period.
+func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed) error {
 	for _, group := range killGroups(pod, obs.Containers) {
-		if err := m.killGroup(ctx, pod, obs, group, grace); err != nil {
+		if err := m.killGroup(ctx, pod, obs, group); err != nil {
 			return err
 		}
 	}
@@ -54,14 +53,14 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 }
 
 // killGroup stops the containers of one kill group in parallel.
-func (m *Manager) killGroup(ctx context.Context, pod *corev1.Pod, obs plan.Observed, group []plan.Container, grace *int64) error {
+func (m *Manager) killGroup(ctx context.Context, pod *corev1.Pod, obs plan.Observed, group []plan.Container) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(group))
 	for i, c := range group {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), "Killing", grace)
+			errs[i] = m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), "Killing")
 		}()
 	}
 	wg.Wait()
@@ -71,8 +70,8 @@ func (m *Manager) killGroup(ctx context.Context, pod *corev1.Pod, obs plan.Obser
 // killContainer runs the container's preStop hook and stops it within its
 // grace period. pod may be nil for a pod whose manifest is gone.
 // podIP is the IP an HTTP preStop hook without a host goes to.
-func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, c plan.Container, podIP, reason string, override *int64) error {
-	grace := m.gracePeriod(pod, c.ID, override)
+func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, c plan.Container, podIP, reason string) error {
+	grace := gracePeriod(pod, c)
 	var spec *corev1.Container
 	if pod != nil {
 		spec = specContainer(pod, c.Name)
@@ -102,17 +101,15 @@ func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, c plan.Con
 	return nil
 }
 
-func (m *Manager) gracePeriod(pod *corev1.Pod, id string, override *int64) int64 {
+// gracePeriod is how long the container gets to stop: the pod's
+// termination grace period, or, for a pod whose manifest is gone, the one
+// the container was made with.
+func gracePeriod(pod *corev1.Pod, c plan.Container) int64 {
 	switch {
-	case override != nil:
-		return *override
 	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
 		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if g, ok := m.grace[id]; ok {
-		return g
+	case c.GracePeriod != nil:
+		return *c.GracePeriod
 	}
 	return defaultGracePeriod
 }
@@ -137,7 +134,7 @@ func specContainer(pod *corev1.Pod, name string) *corev1.Container {
 // runtime still knows the pod (the agent restarted after the manifest went).
 // It is idempotent.
 func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRuntime) error {
-	if err := m.killPod(ctx, pod, pr.Observed, nil); err != nil {
+	if err := m.killPod(ctx, pod, pr.Observed); err != nil {
 		return err
 	}
 	var errs []error
@@ -167,7 +164,6 @@ func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRunt
 			return fmt.Errorf("remove logs of pod %s: %w", pr.UID, err)
 		}
 	}
-	m.forgetPod(pr.UID)
 	if len(pr.Observed.Sandboxes)+len(pr.Observed.Containers) > 0 {
 		m.cfg.Log.Info("pod removed", "pod", pr.Namespace+"/"+pr.Name, "uid", pr.UID)
 	}

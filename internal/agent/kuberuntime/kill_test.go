@@ -92,7 +92,7 @@ func TestTerminatePodWithoutSpecUsesStoredGracePeriod(t *testing.T) {
 	// A new manager (the agent restarted) that never saw the manifest.
 	m := New(Config{Runtime: e.rt, Images: e.img, Volumes: e.vol, Clock: e.clk, PodConfig: e.m.cfg.PodConfig,
 		CrashBackoff: e.m.cfg.CrashBackoff, PullBackoff: e.m.cfg.PullBackoff})
-	pods, err := m.ListPods(e.ctx)
+	pods, err := m.ListPods(e.ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

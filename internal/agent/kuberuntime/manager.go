@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc/codes"
@@ -15,10 +14,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/crib-dev/crib/internal/agent/backoff"
-	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/agent/prober"
-	agentstatus "github.com/crib-dev/crib/internal/agent/status"
 )
 
 // Volumes prepares and removes a pod's volumes on the host.
@@ -73,22 +70,11 @@ type Config struct {
 
 // Manager runs pods over a CRI runtime. It is safe for concurrent use by
 // different pods; calls for one pod must be serialised by the caller (the
-// pod worker does that).
+// pod worker does that). It keeps nothing per pod: what it learns of a pod
+// goes back to the caller in results (SyncResult, PodRuntime), which the
+// caller keeps in its record of the pod and hands back when it matters.
 type Manager struct {
 	cfg Config
-
-	mu sync.Mutex
-	// statuses remembers the status of containers that can no longer
-	// change (exited) or change only by exiting (running), by ID.
-	statuses map[string]plan.Container
-	// waiting says why a container of a pod is not running: pod UID ->
-	// container name -> reason.
-	waiting map[string]map[string]agentstatus.Waiting
-	// grace is each container's termination grace period as stored in its
-	// annotations, for pods whose manifest is gone.
-	grace map[string]int64
-	// ips are the IPs of ready sandboxes, by sandbox ID.
-	ips map[string][]string
 }
 
 // New returns a Manager. It does no I/O.
@@ -99,51 +85,12 @@ func New(cfg Config) *Manager {
 	if cfg.Recorder == nil {
 		cfg.Recorder = nopRecorder{}
 	}
-	return &Manager{
-		cfg:      cfg,
-		statuses: map[string]plan.Container{},
-		waiting:  map[string]map[string]agentstatus.Waiting{},
-		grace:    map[string]int64{},
-		ips:      map[string][]string{},
-	}
+	return &Manager{cfg: cfg}
 }
 
 type nopRecorder struct{}
 
 func (nopRecorder) Event(*corev1.Pod, string, string, string) {}
-
-// Waiting returns why the pod's containers are not running, by container
-// name. The map is a copy.
-func (m *Manager) Waiting(uid string) map[string]agentstatus.Waiting {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[string]agentstatus.Waiting, len(m.waiting[uid]))
-	for k, v := range m.waiting[uid] {
-		out[k] = v
-	}
-	return out
-}
-
-func (m *Manager) setWaiting(uid, name, reason, message string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.waiting[uid] == nil {
-		m.waiting[uid] = map[string]agentstatus.Waiting{}
-	}
-	m.waiting[uid][name] = agentstatus.Waiting{Reason: reason, Message: message}
-}
-
-func (m *Manager) clearWaiting(uid, name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.waiting[uid], name)
-}
-
-func (m *Manager) forgetPod(uid string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.waiting, uid)
-}
 
 // fromGRPC gives a CRI client's error its errdefs class, so that callers can
 // test for NotFound whatever runtime answered.

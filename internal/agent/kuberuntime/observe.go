@@ -23,17 +23,23 @@ type PodRuntime struct {
 }
 
 // ListPods reads every sandbox and container the agent made and groups
-// them by pod UID. Statuses of containers that have exited never change, so
-// they are read once and remembered.
-func (m *Manager) ListPods(ctx context.Context) (map[string]*PodRuntime, error) {
-	return m.list(ctx, map[string]string{labels.ManagedBy: m.cfg.PodConfig.OwnerLabel()}, true)
+// them by pod UID. last holds the previous observation of each pod, if
+// any: what cannot have changed since (see list) is taken from it rather
+// than asked of the runtime again.
+func (m *Manager) ListPods(ctx context.Context, last map[string]*PodRuntime) (map[string]*PodRuntime, error) {
+	return m.list(ctx, map[string]string{labels.ManagedBy: m.cfg.PodConfig.OwnerLabel()}, last)
 }
 
-// ObservePod reads what the runtime holds for one pod. A pod the runtime
-// knows nothing of comes back empty, not as an error.
-func (m *Manager) ObservePod(ctx context.Context, uid string) (*PodRuntime, error) {
+// ObservePod reads what the runtime holds for one pod, taking from last,
+// the pod's previous observation (nil for none), what cannot have changed.
+// A pod the runtime knows nothing of comes back empty, not as an error.
+func (m *Manager) ObservePod(ctx context.Context, uid string, last *PodRuntime) (*PodRuntime, error) {
 	selector := map[string]string{labels.ManagedBy: m.cfg.PodConfig.OwnerLabel(), labels.PodUID: uid}
-	pods, err := m.list(ctx, selector, false)
+	var known map[string]*PodRuntime
+	if last != nil {
+		known = map[string]*PodRuntime{uid: last}
+	}
+	pods, err := m.list(ctx, selector, known)
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +49,12 @@ func (m *Manager) ObservePod(ctx context.Context, uid string) (*PodRuntime, erro
 	return &PodRuntime{UID: uid}, nil
 }
 
-// list reads the sandboxes and containers that carry selector. forget
-// drops remembered statuses of containers not listed, which is only right
-// when the selector covers every pod.
-func (m *Manager) list(ctx context.Context, selector map[string]string, forget bool) (map[string]*PodRuntime, error) {
+// list reads the sandboxes and containers that carry selector. The
+// statuses of exited containers never change, those of running ones only
+// by exiting, and a ready sandbox keeps its IPs for its whole life: those
+// are taken from last, the previous observations by pod UID, when they
+// hold them, and read from the runtime otherwise.
+func (m *Manager) list(ctx context.Context, selector map[string]string, last map[string]*PodRuntime) (map[string]*PodRuntime, error) {
 	sandboxes, err := m.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", fromGRPC(err))
@@ -65,7 +73,6 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, forget b
 		}
 		return p
 	}
-	seen := map[string]bool{} // IDs of the sandboxes and containers listed
 	for _, s := range sandboxes {
 		if s.GetMetadata() == nil || s.Labels[labels.PodUID] == "" {
 			continue
@@ -77,10 +84,9 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, forget b
 			CreatedAt: time.Unix(0, s.CreatedAt),
 			Hash:      s.Annotations[labels.SandboxHash],
 		}
-		seen[s.Id] = true
 		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			sb.State = plan.SandboxReady
-			ips, err := m.readyIPs(ctx, s.Id)
+			ips, err := m.readyIPs(ctx, s.Id, last[p.UID])
 			if err != nil {
 				return nil, err
 			}
@@ -94,8 +100,7 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, forget b
 		if c.GetMetadata() == nil || c.Labels[labels.PodUID] == "" {
 			continue
 		}
-		seen[c.Id] = true
-		oc, err := m.container(ctx, c)
+		oc, err := m.container(ctx, c, last[c.Labels[labels.PodUID]])
 		if errdefs.IsNotFound(err) {
 			continue // removed between the list and the status
 		}
@@ -104,9 +109,6 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, forget b
 		}
 		p := pod(c.Labels)
 		p.Observed.Containers = append(p.Observed.Containers, oc)
-	}
-	if forget {
-		m.forgetStatuses(seen)
 	}
 	for _, p := range pods {
 		sortObserved(&p.Observed)
@@ -127,14 +129,15 @@ func (m *Manager) sandboxStatus(ctx context.Context, id string) (*runtimeapi.Pod
 	return resp.GetStatus(), nil
 }
 
-// readyIPs returns a ready sandbox's IPs. A sandbox keeps its IPs for its
-// whole life, so they are read once, not on every relist.
-func (m *Manager) readyIPs(ctx context.Context, id string) ([]string, error) {
-	m.mu.Lock()
-	ips, ok := m.ips[id]
-	m.mu.Unlock()
-	if ok {
-		return ips, nil
+// readyIPs returns a ready sandbox's IPs: those last read of it, or else
+// the runtime's.
+func (m *Manager) readyIPs(ctx context.Context, id string, last *PodRuntime) ([]string, error) {
+	if last != nil {
+		for _, sb := range last.Observed.Sandboxes {
+			if sb.ID == id && sb.State == plan.SandboxReady {
+				return sb.IPs, nil
+			}
+		}
 	}
 	st, err := m.sandboxStatus(ctx, id)
 	if errdefs.IsNotFound(err) {
@@ -143,10 +146,7 @@ func (m *Manager) readyIPs(ctx context.Context, id string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, ips = sandboxIPs(st)
-	m.mu.Lock()
-	m.ips[id] = ips
-	m.mu.Unlock()
+	_, ips := sandboxIPs(st)
 	return ips, nil
 }
 
@@ -163,13 +163,10 @@ func sandboxIPs(st *runtimeapi.PodSandboxStatus) (string, []string) {
 }
 
 // container turns a listed container into the plan's view, reading its full
-// status unless an identical one is remembered.
-func (m *Manager) container(ctx context.Context, c *runtimeapi.Container) (plan.Container, error) {
-	m.mu.Lock()
-	cached, ok := m.statuses[c.Id]
-	m.mu.Unlock()
-	if ok && cached.State == containerState(c.State) {
-		return cached, nil
+// status unless last holds one that cannot have changed.
+func (m *Manager) container(ctx context.Context, c *runtimeapi.Container, last *PodRuntime) (plan.Container, error) {
+	if known, ok := unchanged(last, c); ok {
+		return known, nil
 	}
 	resp, err := m.cfg.Runtime.ContainerStatus(ctx, c.Id, false)
 	if err != nil {
@@ -195,9 +192,7 @@ func (m *Manager) container(ctx context.Context, c *runtimeapi.Container) (plan.
 		CreatedAt: time.Unix(0, st.CreatedAt),
 	}
 	if g, err := strconv.ParseInt(c.Annotations[labels.TerminationGracePeriod], 10, 64); err == nil {
-		m.mu.Lock()
-		m.grace[c.Id] = g
-		m.mu.Unlock()
+		oc.GracePeriod = &g
 	}
 	if n, err := strconv.ParseUint(c.Annotations[labels.RestartCount], 10, 32); err == nil {
 		oc.Attempt = uint32(n)
@@ -211,34 +206,24 @@ func (m *Manager) container(ctx context.Context, c *runtimeapi.Container) (plan.
 	if st.FinishedAt > 0 {
 		oc.FinishedAt = time.Unix(0, st.FinishedAt)
 	}
-	if oc.State == plan.ContainerExited || oc.State == plan.ContainerRunning {
-		m.mu.Lock()
-		m.statuses[c.Id] = oc
-		m.mu.Unlock()
-	}
 	return oc, nil
 }
 
-// forgetStatuses drops what is remembered of containers and sandboxes the
-// runtime no longer lists.
-func (m *Manager) forgetStatuses(listed map[string]bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for id := range m.statuses {
-		if !listed[id] {
-			delete(m.statuses, id)
-		}
+// unchanged returns the container as last observed if that is still what
+// it is: an exited container's status never changes, and a running one's
+// only by exiting, which the list shows.
+func unchanged(last *PodRuntime, c *runtimeapi.Container) (plan.Container, bool) {
+	if last == nil {
+		return plan.Container{}, false
 	}
-	for id := range m.grace {
-		if !listed[id] {
-			delete(m.grace, id)
+	for _, known := range last.Observed.Containers {
+		if known.ID != c.Id {
+			continue
 		}
+		final := known.State == plan.ContainerExited || known.State == plan.ContainerRunning
+		return known, final && known.State == containerState(c.State)
 	}
-	for id := range m.ips {
-		if !listed[id] {
-			delete(m.ips, id)
-		}
-	}
+	return plan.Container{}, false
 }
 
 func containerState(s runtimeapi.ContainerState) plan.ContainerState {

@@ -113,7 +113,7 @@ func TestCollectGarbage(t *testing.T) {
 		fakeContainer("u", "sb-new", "side-0", "side", 0, 3*m+6, exited),
 		fakeContainer("u", "sb-new", "side-1", "side", 1, 3*m+7, exited),
 	})
-	pr, err := e.m.ObservePod(e.ctx, "u")
+	pr, err := e.m.ObservePod(e.ctx, "u", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestCollectGarbage(t *testing.T) {
 
 	// A second collection finds nothing to do.
 	mark := e.log.len()
-	pr, err = e.m.ObservePod(e.ctx, "u")
+	pr, err = e.m.ObservePod(e.ctx, "u", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestCollectGarbageKeepsRunningContainerOfOldSandbox(t *testing.T) {
 		// (kill), not garbage.
 		fakeContainer("u", "sb-old", "stray", "app", 0, 1, running),
 	})
-	pr, err := e.m.ObservePod(e.ctx, "u")
+	pr, err := e.m.ObservePod(e.ctx, "u", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestListPodsGroupsByUIDAndIgnoresUnmanaged(t *testing.T) {
 		fakeContainer("b", "sb-b", "b-app", "app", 0, 1, running),
 		foreign,
 	})
-	pods, err := e.m.ListPods(e.ctx)
+	pods, err := e.m.ListPods(e.ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,14 +225,14 @@ func TestListPodsGroupsByUIDAndIgnoresUnmanaged(t *testing.T) {
 		t.Errorf("read the status of an unmanaged container")
 	}
 
-	one, err := e.m.ObservePod(e.ctx, "b")
+	one, err := e.m.ObservePod(e.ctx, "b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := append(sandboxIDsOf(one.Observed), containerIDsOf(one.Observed)...); !cmp.Equal(got, []string{"sb-b", "b-app"}) {
 		t.Errorf("ObservePod(b) = %v", got)
 	}
-	none, err := e.m.ObservePod(e.ctx, "nobody")
+	none, err := e.m.ObservePod(e.ctx, "nobody", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,14 +249,21 @@ func TestListPodsCachesStatuses(t *testing.T) {
 		fakeContainer("a", "sb-a", "done-2", "app", 0, 2, exited),
 		fakeContainer("a", "sb-a", "live", "app", 1, 3, running),
 	})
+	// Each read starts from the one before, as the agent's relists and
+	// pod workers do.
+	var last map[string]*PodRuntime
 	for i := 0; i < 2; i++ {
-		if _, err := e.m.ListPods(e.ctx); err != nil {
+		pods, err := e.m.ListPods(e.ctx, last)
+		if err != nil {
 			t.Fatal(err)
 		}
+		last = pods
 	}
-	if _, err := e.m.ObservePod(e.ctx, "a"); err != nil {
+	a, err := e.m.ObservePod(e.ctx, "a", last["a"])
+	if err != nil {
 		t.Fatal(err)
 	}
+	last["a"] = a
 	for _, id := range []string{"done-1", "done-2"} {
 		if got := e.rt.statusCalls(id); got != 1 {
 			t.Errorf("ContainerStatus(%s) over two lists and an observe = %d, want 1", id, got)
@@ -271,10 +278,11 @@ func TestListPodsCachesStatuses(t *testing.T) {
 	before := e.rt.statusCalls("live")
 	e.rt.exit(t, "live", 137, epoch.Add(time.Hour))
 	for i := 0; i < 2; i++ {
-		pods, err := e.m.ListPods(e.ctx)
+		pods, err := e.m.ListPods(e.ctx, last)
 		if err != nil {
 			t.Fatal(err)
 		}
+		last = pods
 		for _, c := range pods["a"].Observed.Containers {
 			if c.ID == "live" && (c.State != plan.ContainerExited || c.ExitCode != 137) {
 				t.Fatalf("after exit, listed %+v", c)
@@ -293,7 +301,7 @@ func TestListPodsSkipsContainerRemovedMeanwhile(t *testing.T) {
 		fakeContainer("a", "sb-a", "gone", "app", 0, 1, exited),
 	})
 	e.rt.InjectError("ContainerStatus", status.Error(codes.NotFound, "no such container"))
-	pods, err := e.m.ListPods(e.ctx)
+	pods, err := e.m.ListPods(e.ctx, nil)
 	if err != nil {
 		t.Fatalf("ListPods with a container removed between list and status: %v", err)
 	}
@@ -309,7 +317,7 @@ func TestListPodsErrors(t *testing.T) {
 			e.rt.SetFakeSandboxes([]*critest.FakePodSandbox{fakeSandbox("a", "sb-a", 0, true)})
 			e.rt.SetFakeContainers([]*critest.FakeContainer{fakeContainer("a", "sb-a", "c", "app", 0, 1, running)})
 			e.rt.InjectError(method, status.Error(codes.Unavailable, "down"))
-			if _, err := e.m.ListPods(e.ctx); err == nil {
+			if _, err := e.m.ListPods(e.ctx, nil); err == nil {
 				t.Fatalf("ListPods with %s failing: no error", method)
 			}
 		})

@@ -76,7 +76,7 @@ func TestSidecarLifecycle(t *testing.T) {
 	if got := creates(mark); len(got) != 0 {
 		t.Fatalf("5s into a 10s backoff created %v", got)
 	}
-	if w := e.m.Waiting(string(pod.UID))["proxy"]; w.Reason != reasonCrashLoopBackOff {
+	if w := e.waitingOf(string(pod.UID))["proxy"]; w.Reason != reasonCrashLoopBackOff {
 		t.Errorf("Waiting[proxy] = %+v, want %s", w, reasonCrashLoopBackOff)
 	}
 	e.clk.Step(6 * time.Second)

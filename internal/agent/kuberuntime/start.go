@@ -32,6 +32,8 @@ type startEnv struct {
 	volumes       map[string]string
 	data          Data
 	obs           plan.Observed
+	// waiting collects why containers of this sync could not start.
+	waiting WaitingChanges
 }
 
 func (e startEnv) podIP() string {
@@ -43,9 +45,9 @@ func (e startEnv) podIP() string {
 
 // startContainer starts one container: backoff, image, config, create,
 // start, postStart. A failure is also recorded as the container's waiting
-// reason.
+// reason in env.waiting.
 func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Container, typ string, restartCount uint32) error {
-	pod, uid := env.pod, string(env.pod.UID)
+	pod := env.pod
 	hash := plan.ContainerHash(pod, c)
 	if err := m.checkCrashBackoff(env, c, hash); err != nil {
 		return err
@@ -54,9 +56,9 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 	if err != nil {
 		return err
 	}
-	msgPath, err := m.cfg.Volumes.TerminationMessagePath(uid, c.Name, restartCount)
+	msgPath, err := m.cfg.Volumes.TerminationMessagePath(string(pod.UID), c.Name, restartCount)
 	if err != nil {
-		return m.startFailed(pod, c, reasonCreateConfigError, err)
+		return m.startFailed(env, c, reasonCreateConfigError, err)
 	}
 	in := podconfig.ContainerInput{
 		Pod:                        pod,
@@ -74,21 +76,21 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		TerminationMessageHostPath: msgPath,
 	}
 	if in.SubPaths, err = m.prepareSubPaths(in); err != nil {
-		return m.startFailed(pod, c, reasonCreateConfigError, err)
+		return m.startFailed(env, c, reasonCreateConfigError, err)
 	}
 	config, err := podconfig.ContainerConfig(in, m.cfg.PodConfig)
 	if err != nil {
-		return m.startFailed(pod, c, reasonCreateConfigError, err)
+		return m.startFailed(env, c, reasonCreateConfigError, err)
 	}
 	id, err := m.cfg.Runtime.CreateContainer(ctx, env.sandboxID, config, env.sandboxConfig)
 	if err != nil {
-		return m.startFailed(pod, c, reasonCreateError, fmt.Errorf("create container: %w", fromGRPC(err)))
+		return m.startFailed(env, c, reasonCreateError, fmt.Errorf("create container: %w", fromGRPC(err)))
 	}
 	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Created", fmt.Sprintf("Created container %s", c.Name))
 	if err := m.cfg.Runtime.StartContainer(ctx, id); err != nil {
-		return m.startFailed(pod, c, reasonRunContainerError, fmt.Errorf("start container: %w", fromGRPC(err)))
+		return m.startFailed(env, c, reasonRunContainerError, fmt.Errorf("start container: %w", fromGRPC(err)))
 	}
-	m.clearWaiting(uid, c.Name)
+	env.waiting.started(c.Name)
 	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Started", fmt.Sprintf("Started container %s", c.Name))
 	m.cfg.Log.Info("container started", "pod", podKey(pod), "container", c.Name, "id", id, "restartCount", restartCount)
 
@@ -96,8 +98,8 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		if err := m.cfg.Hooks(ctx, pod, c, id, env.podIP(), c.Lifecycle.PostStart); err != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedPostStartHook", msg)
-			_ = m.killContainer(ctx, pod, plan.Container{ID: id, Name: c.Name, State: plan.ContainerRunning}, env.podIP(), "FailedPostStartHook", nil)
-			m.setWaiting(uid, c.Name, reasonPostStartHookError, msg)
+			_ = m.killContainer(ctx, pod, plan.Container{ID: id, Name: c.Name, State: plan.ContainerRunning}, env.podIP(), "FailedPostStartHook")
+			env.waiting.wait(c.Name, reasonPostStartHookError, msg)
 			return fmt.Errorf("container %s: %s", c.Name, msg)
 		}
 	}
@@ -156,16 +158,16 @@ func (m *Manager) checkCrashBackoff(env startEnv, c *corev1.Container, hash stri
 	if in, left := m.cfg.CrashBackoff.InBackoffSince(key, finished); in {
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
 			m.cfg.CrashBackoff.Delay(key), c.Name, pod.Name, pod.Namespace, pod.UID)
-		m.setWaiting(string(pod.UID), c.Name, reasonCrashLoopBackOff, msg)
+		env.waiting.wait(c.Name, reasonCrashLoopBackOff, msg)
 		return &waitError{msg: msg, left: left}
 	}
 	m.cfg.CrashBackoff.NextAt(key, finished)
 	return nil
 }
 
-func (m *Manager) startFailed(pod *corev1.Pod, c *corev1.Container, reason string, err error) error {
-	m.setWaiting(string(pod.UID), c.Name, reason, err.Error())
-	m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Error: %v", err))
+func (m *Manager) startFailed(env startEnv, c *corev1.Container, reason string, err error) error {
+	env.waiting.wait(c.Name, reason, err.Error())
+	m.cfg.Recorder.Event(env.pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Error: %v", err))
 	return fmt.Errorf("container %s: %w", c.Name, err)
 }
 

@@ -65,7 +65,7 @@ func TestSubPathRefusedIsCreateContainerConfigError(t *testing.T) {
 	if res := e.sync(pod); res.Err == nil {
 		t.Fatal("SyncPod: no error after PrepareSubPath failed")
 	}
-	w := e.m.Waiting(string(pod.UID))["app"]
+	w := e.waitingOf(string(pod.UID))["app"]
 	if w.Reason != reasonCreateConfigError || !strings.Contains(w.Message, "leads out of the volume") {
 		t.Errorf("Waiting[app] = %+v, want %s with the volume's message", w, reasonCreateConfigError)
 	}

@@ -24,11 +24,15 @@ type Data struct {
 	Secrets    map[string]*corev1.Secret
 }
 
-// SyncResult tells the caller what a sync did and what went wrong.
+// SyncResult tells the caller what a sync did, what it learned and what
+// went wrong.
 type SyncResult struct {
 	Actions plan.Actions
 	// SandboxError says why the sandbox could not be made, if it could not.
 	SandboxError string
+	// Waiting is what the sync learned of why containers wait; the caller
+	// keeps it in its record of the pod for the status to show.
+	Waiting WaitingChanges
 	// Err joins every failure of this sync; the pod is synced again later.
 	Err error
 }
@@ -37,7 +41,7 @@ type SyncResult struct {
 // and carries it out. Failures of single steps are recorded as the reasons
 // containers wait and joined into the result's Err.
 func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data) SyncResult {
-	var res SyncResult
+	res := SyncResult{Waiting: WaitingChanges{}}
 	sbConfig, err := m.sandboxConfig(pod, 0)
 	if err != nil {
 		res.SandboxError = err.Error()
@@ -45,39 +49,53 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
 		return res
 	}
-	in := plan.Input{
+	res.Actions = m.planFor(pod, obs, sbConfig)
+	m.carryOut(ctx, pod, obs, data, sbConfig, &res)
+	return res
+}
+
+// planFor asks package plan what to do with the pod, given what the runtime
+// holds and what the prober found.
+func (m *Manager) planFor(pod *corev1.Pod, obs plan.Observed, sbConfig *runtimeapi.PodSandboxConfig) plan.Actions {
+	act := plan.ComputeActions(plan.Input{
 		Pod:            pod,
 		Observed:       obs,
 		SandboxHash:    sbConfig.Annotations[labels.SandboxHash],
 		LivenessFailed: m.failedProbes(obs, prober.Liveness),
 		StartupFailed:  m.failedProbes(obs, prober.Startup),
 		Started:        m.startedProbes(obs),
-	}
-	act := plan.ComputeActions(in)
-	res.Actions = act
+	})
 	m.cfg.Log.Debug("pod plan", "pod", podKey(pod), "reason", act.Reason, "killPod", act.KillPod,
 		"createSandbox", act.CreateSandbox, "kill", len(act.ContainersToKill), "sidecars", len(act.SidecarsToStart),
 		"nextInit", act.NextInit, "start", len(act.ContainersToStart))
-	var errs []error
+	return act
+}
 
+// carryOut carries res.Actions out in the kubelet's order: kill, volumes and
+// cgroup, sandbox, sidecars to restart, next init container, app
+// containers. It fills in the rest of res.
+func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data, sbConfig *runtimeapi.PodSandboxConfig, res *SyncResult) {
+	act := res.Actions
+	var errs []error
 	if act.KillPod {
-		if err := m.killPod(ctx, pod, obs, nil); err != nil {
-			return SyncResult{Actions: act, Err: err}
+		if err := m.killPod(ctx, pod, obs); err != nil {
+			res.Err = err
+			return
 		}
 		if !act.CreateSandbox {
-			return res
+			return
 		}
 	}
 	for _, k := range act.ContainersToKill {
 		c := findContainer(obs, k.ID)
-		if err := m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), k.Reason, nil); err != nil {
+		if err := m.killContainer(ctx, pod, c, firstIP(sandboxIPsByID(obs, c.SandboxID)), k.Reason); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
 		// A container that would not stop must not get a twin.
 		res.Err = errors.Join(errs...)
-		return res
+		return
 	}
 
 	volumes, err := m.cfg.Volumes.Prepare(ctx, pod, data.ConfigMaps, data.Secrets)
@@ -85,7 +103,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
 		res.SandboxError = err.Error()
 		res.Err = fmt.Errorf("prepare volumes: %w", err)
-		return res
+		return
 	}
 
 	// The pod cgroup comes after the pod's directory (made by the volumes),
@@ -96,7 +114,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 			if act.CreateSandbox {
 				res.SandboxError = err.Error()
 				res.Err = fmt.Errorf("pod cgroup: %w", err)
-				return res
+				return
 			}
 			m.cfg.Log.Warn("update pod cgroup", "pod", podKey(pod), "err", err)
 		}
@@ -109,10 +127,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		if err != nil {
 			res.SandboxError = err.Error()
 			res.Err = err
-			return res
+			return
 		}
 	}
-	start := startEnv{pod: pod, sandboxID: sandboxID, sandboxConfig: sbConfig, podIPs: podIPs, volumes: volumes, data: data, obs: obs}
+	start := startEnv{pod: pod, sandboxID: sandboxID, sandboxConfig: sbConfig, podIPs: podIPs, volumes: volumes, data: data, obs: obs, waiting: res.Waiting}
 
 	// Sidecars that had their turn come back first, in spec order, as the
 	// kubelet starts its init containers; each start fails on its own.
@@ -139,7 +157,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		}
 	}
 	res.Err = errors.Join(errs...)
-	return res
 }
 
 // sandboxConfig generates the pod's sandbox config and stamps it with the

@@ -278,7 +278,7 @@ func TestPostStartHook(t *testing.T) {
 		if start < 0 || hook < 0 || start > hook {
 			t.Fatalf("calls = %v, want StartContainer then the postStart hook with the pod IP", calls)
 		}
-		if w := e.m.Waiting(string(pod.UID)); len(w) != 0 {
+		if w := e.waitingOf(string(pod.UID)); len(w) != 0 {
 			t.Errorf("Waiting = %v, want none", w)
 		}
 	})
@@ -299,7 +299,7 @@ func TestPostStartHook(t *testing.T) {
 		if hook < 0 || stop < 0 || hook > stop {
 			t.Fatalf("calls = %v, want the hook then StopContainer(%s)", calls, id)
 		}
-		w := e.m.Waiting(string(pod.UID))["app"]
+		w := e.waitingOf(string(pod.UID))["app"]
 		if w.Reason != reasonPostStartHookError || !strings.Contains(w.Message, "boom") {
 			t.Errorf("Waiting[app] = %+v, want %s mentioning the hook's error", w, reasonPostStartHookError)
 		}

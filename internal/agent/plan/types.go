@@ -65,6 +65,10 @@ type Container struct {
 	CreatedAt  time.Time
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// GracePeriod is the pod's termination grace period when the container
+	// was made (labels.TerminationGracePeriod), nil if it has none: what
+	// stopping it allows when the pod's manifest is gone.
+	GracePeriod *int64
 }
 
 // Observed is everything the runtime reports for one pod. Sandboxes and

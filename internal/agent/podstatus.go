@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crib-dev/crib/internal/agent/plan"
+	"github.com/crib-dev/crib/internal/agent/status"
+)
+
+// maxMessageBytes bounds a termination message, as the kubelet does.
+const maxMessageBytes = 4096
+
+// computeStatus is the pod's status from obs, what the runtime holds of
+// it, and from its record: when it was first seen, why its containers
+// wait, and whether a new version makes it start over.
+func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool) corev1.PodStatus {
+	var previous *corev1.PodStatus
+	if p, ok := a.store.Get(pod.UID); ok {
+		previous = &p.Status
+	}
+	var startTime time.Time
+	var waiting map[string]status.Waiting
+	a.withRecord(string(pod.UID), func(rec *podRecord) {
+		startTime, waiting = rec.firstSeen, rec.waiting
+		if rec.fresh {
+			// A new version of the pod: its status starts over, so that a
+			// terminal phase of the old one does not stick.
+			previous = nil
+			rec.fresh = false
+		}
+	})
+	return status.Compute(status.Facts{
+		Pod:          pod,
+		Observed:     obs,
+		Waiting:      waiting,
+		Ready:        a.probes.Ready,
+		Started:      a.probes.Started,
+		SandboxError: sandboxError,
+		Messages:     a.terminationMessages(pod, obs),
+		Previous:     previous,
+		Terminating:  terminating,
+		Now:          a.cfg.Clock.Now(),
+		StartTime:    startTime,
+		HostIP:       firstOrEmpty(a.cfg.PodConfig.HostIPs),
+	})
+}
+
+// storeStatus records a pod's status and the metrics it implies: restarts,
+// and the pod's start latency once all its containers first run.
+func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
+	uid := string(pod.UID)
+	prev, hadPrev := a.store.Get(types.UID(uid))
+	a.store.Set(pod, st)
+	if hadPrev {
+		old := map[string]int32{}
+		for _, c := range append(prev.Status.InitContainerStatuses, prev.Status.ContainerStatuses...) {
+			old[c.Name] = c.RestartCount
+		}
+		for _, c := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
+			if c.RestartCount > old[c.Name] {
+				a.metrics.ContainerRestarted(pod.Namespace, pod.Name, c.Name)
+			}
+		}
+	}
+	a.withRecord(uid, func(rec *podRecord) {
+		if !rec.startMeasured && allRunning(st) {
+			rec.startMeasured = true
+			a.metrics.ObservePodStart(a.cfg.Clock.Since(rec.firstSeen))
+		}
+	})
+}
+
+func allRunning(st corev1.PodStatus) bool {
+	if len(st.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range st.ContainerStatuses {
+		if c.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// terminationMessages reads what exited containers wrote to their
+// termination message files.
+func (a *Agent) terminationMessages(pod *corev1.Pod, obs plan.Observed) map[string]string {
+	out := map[string]string{}
+	for _, c := range obs.Containers {
+		if c.State != plan.ContainerExited {
+			continue
+		}
+		if _, done := out[c.Name]; done {
+			continue
+		}
+		path, err := a.volumes.TerminationMessagePath(string(pod.UID), c.Name, c.Attempt)
+		if err != nil {
+			continue
+		}
+		if msg := readLimited(path, maxMessageBytes); msg != "" {
+			out[c.Name] = msg
+		}
+	}
+	return out
+}
+
+func readLimited(path string, limit int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, limit)
+	n, _ := f.Read(buf)
+	return string(buf[:n])
+}
+
+func firstOrEmpty(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
