@@ -40,7 +40,7 @@ func testReadiness(t *testing.T, s *suite) {
 		PeriodSeconds:    1,
 		FailureThreshold: 1,
 		SuccessThreshold: 1,
-		TimeoutSeconds:   1,
+		TimeoutSeconds:   5, // an exec can take seconds on a loaded, emulated host
 	}
 	s.h.writePod(t, podSpec(name, app))
 	var ready, containersReady transitions

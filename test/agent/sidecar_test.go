@@ -32,7 +32,7 @@ func testSidecar(t *testing.T, s *suite) {
 		PeriodSeconds:    1,
 		FailureThreshold: 1,
 		SuccessThreshold: 1,
-		TimeoutSeconds:   1,
+		TimeoutSeconds:   5, // an exec can take seconds on a loaded, emulated host
 	}
 	app := s.env.shell("app", "while [ ! -f /work/ready ]; do sleep 0.2; done; echo saw sidecar; "+
 		"trap 'echo app >> /host/order; exit 0' TERM; while true; do sleep 1; done")
