@@ -169,6 +169,15 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 func (m *Manager) teardown(ctx context.Context, c *Container) error {
 	var errs []error
 	if rt, err := m.runtime(c.RuntimeHandler); err == nil {
+		// runc bind-mounts a copy of its own binary in the container's
+		// state directory while it works on the container; a runc killed
+		// meanwhile (with the daemon, say) leaves that mount behind, and
+		// delete could then not remove the directory.
+		if rt.Root != "" {
+			if err := mount.UnmountUnder(filepath.Join(rt.Root, c.ID)); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if err := rt.Delete(ctx, c.ID, true); err != nil {
 			errs = append(errs, err)
 		}
