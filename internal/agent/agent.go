@@ -83,6 +83,9 @@ type Agent struct {
 	pods map[string]*podRecord
 	// data is what the manifests' pods may draw on.
 	data kuberuntime.Data
+	// sourced says the first manifest snapshot is applied. Until then a
+	// pod without a record may still be asked for, so it is not torn down.
+	sourced bool
 	// qosSet records that the QoS cgroups got their shares once; after
 	// that, only a change of pods changes them.
 	qosSet bool

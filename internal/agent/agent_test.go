@@ -778,3 +778,50 @@ func TestAgentsWithOwnersShareARuntime(t *testing.T) {
 		t.Errorf("the node's pod has %d running containers, want 1", running)
 	}
 }
+
+// TestAgentSyncBeforeFirstSnapshotKeepsPods: after a restart, a runtime
+// event can name a pod before the manifests are read; the agent must not
+// tear that pod down as unwanted.
+func TestAgentSyncBeforeFirstSnapshotKeepsPods(t *testing.T) {
+	f := newRuntimeFakes(t)
+	snap := loadPods(t, twoPods)
+	web := podNamed(t, snap, "web")
+
+	first := f.start(t)
+	first.send(t, snap)
+	first.waitRunning(t, f, web)
+	first.stop()
+
+	mark := f.mark()
+	watching := &eventsWatched{RuntimeService: f.rt, seen: make(chan struct{})}
+	second := f.startWith(t, watching)
+	select {
+	case <-watching.seen: // the agent's parts are built
+	case <-time.After(10 * time.Second):
+		t.Fatal("the new agent does not watch the runtime's events")
+	}
+	// What an event does: a sync of the pod, before any snapshot.
+	if d := second.a.syncPod(context.Background(), string(web.UID)); d <= 0 {
+		t.Errorf("a sync before the first snapshot returned %v, want a requeue", d)
+	}
+	if n := count(f.callsSince(mark), "StopContainer") + count(f.callsSince(mark), "StopPodSandbox"); n != 0 {
+		t.Errorf("a sync before the first snapshot stopped web: %v", mutatingCalls(f.callsSince(mark)))
+	}
+	second.send(t, snap)
+	second.waitRunning(t, f, web)
+	if n := count(f.callsSince(mark), "StopContainer"); n != 0 {
+		t.Errorf("web was stopped after the restart: %v", mutatingCalls(f.callsSince(mark)))
+	}
+}
+
+// eventsWatched tells when an agent starts watching the runtime's events.
+type eventsWatched struct {
+	internalapi.RuntimeService
+	once sync.Once
+	seen chan struct{}
+}
+
+func (e *eventsWatched) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, cb func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	e.once.Do(func() { close(e.seen) })
+	return e.RuntimeService.GetContainerEvents(ctx, ch, cb)
+}

@@ -24,6 +24,7 @@ func (a *Agent) apply(snap source.Snapshot, sync bool) {
 	a.store.SetSourceErrors(errs)
 
 	a.mu.Lock()
+	a.sourced = true
 	now := a.cfg.Clock.Now()
 	var changed []string
 	for uid, p := range next {

@@ -19,12 +19,16 @@ func (a *Agent) recordOf(uid string) *podRecord {
 }
 
 // beginSync returns a copy of the pod's record for a sync to work from,
-// and the data its pod may draw on. A pod the agent does not know of
-// (an event or a relist named it) gets a record: it is torn down.
-func (a *Agent) beginSync(uid string) (podRecord, kuberuntime.Data) {
+// the data its pod may draw on, and whether the manifests were read yet.
+// Once they were, a pod the agent does not know of (an event or a relist
+// named it) gets a record: it is torn down.
+func (a *Agent) beginSync(uid string) (podRecord, kuberuntime.Data, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return *a.recordOf(uid), a.data
+	if !a.sourced {
+		return podRecord{}, a.data, false
+	}
+	return *a.recordOf(uid), a.data, true
 }
 
 // wantedUIDs are the pods a manifest asks for.

@@ -18,7 +18,12 @@ func (a *Agent) syncPod(ctx context.Context, uid string) time.Duration {
 	began := a.cfg.Clock.Now()
 	defer func() { a.metrics.ObserveSync(a.cfg.Clock.Since(began)) }()
 
-	rec, data := a.beginSync(uid)
+	rec, data, sourced := a.beginSync(uid)
+	if !sourced {
+		// An event or a probe named the pod before the manifests were
+		// read: whether it is wanted is not known yet.
+		return a.cfg.ErrorRequeue
+	}
 	pr, err := a.observe(ctx, uid, rec.runtime)
 	if err != nil {
 		a.log.Warn("observe pod", "uid", uid, "err", err)
