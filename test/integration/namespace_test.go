@@ -107,7 +107,9 @@ func TestHostNetworkPod(t *testing.T) {
 	e.waitState(inHost, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 	e.waitState(inOwn, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 
-	if dev := string(e.exec(inHost, "cat", "/proc/net/dev").Stdout); iface != "" && !strings.Contains(dev, iface+":") {
+	if iface == "" {
+		t.Log("the host has no routed interface of its own: only the pods' bridge is looked for")
+	} else if dev := string(e.exec(inHost, "cat", "/proc/net/dev").Stdout); !strings.Contains(dev, iface+":") {
 		t.Errorf("host-network pod does not see the host's %s:\n%s", iface, dev)
 	}
 	// The pods' bridge exists on the host once a pod is networked; only
