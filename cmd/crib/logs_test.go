@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // testPod is a pod with the given app and init containers, none of them
@@ -259,25 +259,6 @@ func TestCRIJoiner(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that the follower writes while the test
-// reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor polls cond until it holds; the follower polls on its own ticks.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -292,7 +273,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // follow runs streamLogs -f in the background; the returned channel
 // gives its result.
-func follow(t *testing.T, ctx context.Context, client *status.Client, o logsOptions, stdout, stderr *syncBuffer) <-chan error {
+func follow(t *testing.T, ctx context.Context, client *status.Client, o logsOptions, stdout, stderr *testutil.SyncBuffer) <-chan error {
 	t.Helper()
 	o.follow, o.namespace = true, "default"
 	o.filePoll, o.statusPoll = 5*time.Millisecond, 10*time.Millisecond
@@ -321,7 +302,7 @@ func TestLogsFollowAcrossRestarts(t *testing.T) {
 	store.Set(pod, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running("app", "c0", 0)}})
 	writeLog(t, root, pod, "app", 0, ts1+" stdout F old 1\n", ts1+" stdout F old 2\n", ts1+" stdout F old 3\n")
 
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	done := follow(t, context.Background(), client, logsOptions{pod: "crashy", logRoot: root, tail: 1}, &stdout, &stderr)
 	waitFor(t, "the tail", func() bool { return stdout.String() == "old 3\n" })
 
@@ -376,7 +357,7 @@ func TestLogsFollowEnds(t *testing.T) {
 			writeLog(t, root, pod, "app", 0, ts1+" stdout F first\n")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr testutil.SyncBuffer
 			done := follow(t, ctx, client, logsOptions{pod: "p", logRoot: root, tail: -1}, &stdout, &stderr)
 			waitFor(t, "the first line", func() bool { return stdout.String() == "first\n" })
 			writeLog(t, root, pod, "app", 0, ts2+" stdout F last\n")

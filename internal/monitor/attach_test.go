@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,8 @@ import (
 
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/testutil"
 )
-
-// syncBuffer is a strings.Builder safe for a writer and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func attachClient(t *testing.T, e *env) *monitor.Client {
 	t.Helper()
@@ -47,7 +29,7 @@ func TestAttachStdinOnce(t *testing.T) {
 	e.run(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	// cat ends only when the end of this input closes the container's
 	// stdin (stdin_once); then the container exits and Attach returns.
 	err := attachClient(t, e).Attach(ctx, monitor.AttachIO{
@@ -81,7 +63,7 @@ func TestAttachKeepsStdinWithoutStdinOnce(t *testing.T) {
 	client := attachClient(t, e)
 	for _, word := range []string{"one", "two"} {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out syncBuffer
+		var out testutil.SyncBuffer
 		done := make(chan error, 1)
 		go func() {
 			done <- client.Attach(ctx, monitor.AttachIO{Stdin: strings.NewReader(word + "\n"), Stdout: &out})
@@ -107,7 +89,7 @@ func TestAttachTerminal(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
 	resize := make(chan ociruntime.WinSize)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- attachClient(t, e).Attach(ctx, monitor.AttachIO{Stdin: inR, Stdout: &out, Resize: resize})

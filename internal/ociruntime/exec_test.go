@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ociruntime/ociruntimetest"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // runningContainer creates and starts a long-sleeping busybox container.
@@ -126,7 +126,7 @@ func TestExecCancelWaitsForSlowShim(t *testing.T) {
 	id := runningContainer(t, r)
 	r.ExecShim = slowShimArgv(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Exec(ctx, id, process("sh", "-c", "echo started; exec sleep 63"), ociruntime.ExecIO{Stdout: &out})
@@ -166,22 +166,4 @@ func TestExecBackgroundChildDoesNotBlock(t *testing.T) {
 	if d := cmp.Diff([]any{0, "hi\n"}, []any{code, stdout.String()}); d != "" {
 		t.Errorf("exec (-want +got):\n%s", d)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that an exec writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

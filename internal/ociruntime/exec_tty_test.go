@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,8 @@ import (
 
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ociruntime/ociruntimetest"
+	"github.com/crib-dev/crib/internal/testutil"
 )
-
-// lockedBuffer is a strings.Builder safe for the copier and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // gatedReader returns its data only once gate is closed, then EOF.
 type gatedReader struct {
@@ -65,7 +47,7 @@ func TestExecTerminal(t *testing.T) {
 	t.Run("output and exit code", func(t *testing.T) {
 		p := process("sh", "-c", "tty; echo hi; exit 4")
 		p.Terminal = true
-		var out lockedBuffer
+		var out testutil.SyncBuffer
 		code, err := r.Exec(ctx, id, p, ociruntime.ExecIO{Stdout: &out})
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +62,7 @@ func TestExecTerminal(t *testing.T) {
 		p.Terminal = true
 		resize := make(chan ociruntime.WinSize)
 		gate := make(chan struct{})
-		var out lockedBuffer
+		var out testutil.SyncBuffer
 		done := make(chan error, 1)
 		var code int
 		go func() {
@@ -116,7 +98,7 @@ func TestExecTerminal(t *testing.T) {
 		if _, err := r.Exec(cctx, id, p, ociruntime.ExecIO{}); err == nil {
 			t.Fatal("exec of sleep 63 outlived its context without an error")
 		}
-		var ps lockedBuffer
+		var ps testutil.SyncBuffer
 		if _, err := r.Exec(ctx, id, process("ps"), ociruntime.ExecIO{Stdout: &ps}); err != nil {
 			t.Fatal(err)
 		}

@@ -2,12 +2,10 @@ package crictl
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +41,7 @@ func TestCrictlEvents(t *testing.T) {
 	// The timeout bounds crictl's connection set-up, 2 s by default: too
 	// short on a loaded, emulated host.
 	cmd := exec.CommandContext(ctx, bin, "--config", "/dev/null", "--runtime-endpoint", endpoint, "--timeout", "30s", "events", "-o", "json")
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -140,22 +138,4 @@ func TestCrictlEvents(t *testing.T) {
 		t.Errorf("exit code in the stopped event = %d, want 5", exitCode)
 	}
 	c.run("rmp", "-f", podID)
-}
-
-// syncBuffer is a bytes.Buffer a command writes while the test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -9,11 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // crictlPath is where CI installs crictl.
@@ -67,7 +68,7 @@ func (e *env) crictl(stdin string, args ...string) (stdout, stderr string, code 
 // its stdio, the test reads and writes the master.
 type pty struct {
 	master, slave *os.File
-	out           syncBuffer
+	out           testutil.SyncBuffer
 	copied        chan struct{}
 }
 
@@ -133,24 +134,6 @@ func (p *pty) write(t *testing.T, s string) {
 	if _, err := p.master.WriteString(s); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and pollers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // exitCode waits for cmd and returns its exit code.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // leakSessions is how many exec sessions the leak test runs; the
@@ -168,7 +170,7 @@ func (e *env) abandon(args []string, input, want string) error {
 	}
 	defer inW.Close()
 	cmd.Stdin = inR
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	var errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Start()

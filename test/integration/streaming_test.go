@@ -11,6 +11,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // TestStreamingExec drives Exec through crictl: output, stdin, the exit
@@ -152,7 +154,7 @@ func TestStreamingPortForward(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), crictlTimeout)
 			defer cancel()
 			cmd := e.crictlCmd(ctx, "port-forward", podID, fmt.Sprintf(":%d", tt.port))
-			var out syncBuffer
+			var out testutil.SyncBuffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
