@@ -2,10 +2,7 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -129,24 +126,6 @@ func Default() Config {
 		},
 		Streaming: Streaming{Address: "127.0.0.1:0"},
 	}
-}
-
-// Load reads the TOML file at path over Default(). A missing file is not an
-// error when missingOK is set (the default path); a key crib does not know
-// is, so that a typo never passes silently.
-func Load(path string, missingOK bool) (Config, error) {
-	cfg := Default()
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) && missingOK {
-		return cfg, nil
-	}
-	if err != nil {
-		return cfg, fmt.Errorf("read config: %w", err)
-	}
-	if err := Decode(data, &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
 }
 
 // Decode reads TOML data into cfg, keeping cfg's values for keys the data
