@@ -33,6 +33,13 @@ func scanKeys(doc string) ([]keyStmt, error) {
 			s.newlines = append(s.newlines, i)
 		}
 	}
+	// A byte order mark, as the parser reads over it (UTF-16's too).
+	for _, bom := range []string{"\xef\xbb\xbf", "\xff\xfe", "\xfe\xff"} {
+		if strings.HasPrefix(doc, bom) {
+			s.i = len(bom)
+			break
+		}
+	}
 	var (
 		out   []keyStmt
 		table toml.Key
@@ -101,10 +108,9 @@ func (s *keyScanner) lineAt(off int) int {
 	return sort.SearchInts(s.newlines, off) + 1
 }
 
-// skipBlank steps over white space, line ends, comments and a byte order
-// mark, to the start of the next statement.
+// skipBlank steps over white space, line ends and comments, to the start
+// of the next statement.
 func (s *keyScanner) skipBlank() {
-	s.i += len(s.doc[s.i:]) - len(strings.TrimPrefix(s.doc[s.i:], "\uFEFF"))
 	for s.i < len(s.doc) {
 		switch s.doc[s.i] {
 		case ' ', '\t', '\r', '\n':

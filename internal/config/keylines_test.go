@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -87,4 +88,75 @@ func TestKeyLinesOf(t *testing.T) {
 			t.Errorf("line of %s = %d, want %d", tt.key, got, tt.want)
 		}
 	}
+}
+
+// libraryLines reads the lines BurntSushi/toml recorded for the keys of md
+// from its unexported fields: an oracle for tests only. ok is false when
+// this version of the library keeps them elsewhere.
+func libraryLines(md toml.MetaData) (lines map[string]int, ok bool) {
+	info := reflect.ValueOf(md).FieldByName("keyInfo")
+	if info.Kind() != reflect.Map {
+		return nil, false
+	}
+	lines = map[string]int{}
+	iter := info.MapRange()
+	for iter.Next() {
+		pos := iter.Value().FieldByName("pos")
+		if !pos.IsValid() {
+			return nil, false
+		}
+		lines[iter.Key().String()] = int(pos.FieldByName("Line").Int())
+	}
+	return lines, true
+}
+
+// FuzzScanKeys checks the scanner against the parser: for a document the
+// parser accepts, every key a statement defines is on the line the parser
+// says, and every key the parser knows has a line.
+func FuzzScanKeys(f *testing.F) {
+	for _, seed := range []string{
+		"a = 1\n[b]\nc.d = 'x'\n",
+		"s = \"\"\"\nx = 1\n\"\"\"\n[t] # c\n'q.r' = [1,\n2]\n",
+		"[[a]]\nb = {c = 1}\n[[a]]\nb = {c = 2}\n",
+		"a = '''\n[x]\n'''''\nb = \"\\\"=\"\n",
+		"x = [ # ]\n  \"]\",\n]\ny = { z = \"}\" }\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var m map[string]any
+		md, err := toml.Decode(doc, &m)
+		if err != nil {
+			return
+		}
+		oracle, ok := libraryLines(md)
+		if !ok {
+			t.Skip("this BurntSushi/toml keeps key positions elsewhere")
+		}
+		stmts, err := scanKeys(doc)
+		if err != nil {
+			t.Fatalf("scanKeys: %v", err)
+		}
+		lines := newKeyLines(stmts)
+		count := map[string]int{}
+		for _, st := range stmts {
+			count[st.key.String()]++
+		}
+		for _, st := range stmts {
+			k := st.key.String()
+			if count[k] > 1 {
+				continue // an array of tables: the parser keeps the last
+			}
+			// The parser places a key on its line or, with a value over
+			// several lines, where the value ends.
+			if want, ok := oracle[k]; ok && (want < st.line || want > st.end) {
+				t.Errorf("%s on lines %d-%d, parser says %d\ndocument:\n%s", k, st.line, st.end, want, doc)
+			}
+		}
+		for _, k := range md.Keys() {
+			if lines.of(k) == 0 {
+				t.Errorf("no line for key %s\ndocument:\n%s", k, doc)
+			}
+		}
+	})
 }
