@@ -1,22 +1,79 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 
 	"github.com/crib-dev/crib/internal/config"
 )
 
+const configUsage = `usage: crib config COMMAND
+
+Commands:
+  default                  print the default configuration
+  dump [--config FILE]     print the effective configuration: FILE (default
+                           /etc/crib/crib.toml), then its drop-ins
+                           (/etc/crib/crib.d/*.toml), each key a file set
+                           followed by "# from FILE:LINE"
+`
+
 func configCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || args[0] != "default" {
-		fmt.Fprintln(stderr, "usage: crib config default")
+	if len(args) == 0 {
+		fmt.Fprint(stderr, configUsage)
 		return 2
 	}
-	data, err := config.Encode(config.Default())
+	switch args[0] {
+	case "default":
+		if len(args) != 1 {
+			fmt.Fprint(stderr, configUsage)
+			return 2
+		}
+		data, err := config.Encode(config.Default())
+		if err != nil {
+			fmt.Fprintf(stderr, "crib config: %v\n", err)
+			return 1
+		}
+		_, _ = stdout.Write(data)
+		return 0
+	case "dump":
+		return configDumpCmd(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, configUsage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "crib config: unknown command %q\n\n%s", args[0], configUsage)
+		return 2
+	}
+}
+
+// configDumpCmd prints the effective configuration even when it does not
+// validate, then the validation errors.
+func configDumpCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crib config dump", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", config.DefaultPath, "configuration file; its drop-ins are FILE without .toml, plus .d/*.toml")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprint(stderr, configUsage)
+		return 2
+	}
+	l, err := config.LoadFiles(*cfgPath, *cfgPath == config.DefaultPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "crib config: %v\n", err)
+		fmt.Fprintf(stderr, "crib config dump: %v\n", err)
+		return 1
+	}
+	data, err := config.Dump(l)
+	if err != nil {
+		fmt.Fprintf(stderr, "crib config dump: %v\n", err)
 		return 1
 	}
 	_, _ = stdout.Write(data)
+	if err := l.Validate(); err != nil {
+		fmt.Fprintf(stderr, "crib config dump: the configuration is not valid:\n%v\n", err)
+		return 1
+	}
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/crib-dev/crib/internal/config"
@@ -17,13 +18,15 @@ import (
 
 func version() string { return daemon.Version }
 
-// loadConfig reads the configuration file and applies the flags that were
-// set on top of it.
+// loadConfig reads the configuration file and its drop-ins and applies
+// the flags that were set on top of them. A bad value a file set is
+// reported with the file and line.
 func loadConfig(fs *flag.FlagSet, path string, overrides map[string]*string) (config.Config, error) {
-	cfg, err := config.Load(path, path == config.DefaultPath)
+	l, err := config.LoadFiles(path, path == config.DefaultPath)
 	if err != nil {
-		return cfg, err
+		return l.Config, err
 	}
+	cfg := &l.Config
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for name, v := range overrides {
@@ -40,13 +43,15 @@ func loadConfig(fs *flag.FlagSet, path string, overrides map[string]*string) (co
 		case "log-level":
 			cfg.LogLevel = *v
 		}
+		// The flag, not a file, set the key now.
+		delete(l.Sources, strings.ReplaceAll(name, "-", "_"))
 	}
 	// A socket not named anywhere follows the state dir, so that one flag
 	// moves a whole test daemon.
-	if !set["socket"] && cfg.Socket == config.Default().Socket && cfg.State != config.Default().State {
+	if _, inFile := l.Sources["socket"]; !set["socket"] && !inFile && cfg.State != config.Default().State {
 		cfg.Socket = cfg.State + "/crib.sock"
 	}
-	return cfg, cfg.Validate()
+	return *cfg, l.Validate()
 }
 
 func daemonCmd(args []string, stderr io.Writer) int {

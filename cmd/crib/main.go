@@ -21,6 +21,7 @@ Usage:
   crib exec POD -- CMD...    run a command in a container of an agent's pod (no -it)
   crib image COMMAND         pull, ls, inspect, rm, save, load, prune images
   crib config default        print the default configuration
+  crib config dump           print the effective configuration, and which file set each key
   crib version               print the version
 
 Run "crib COMMAND -h" for the flags of a command.

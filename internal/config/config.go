@@ -2,14 +2,8 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"net"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -134,24 +128,6 @@ func Default() Config {
 	}
 }
 
-// Load reads the TOML file at path over Default(). A missing file is not an
-// error when missingOK is set (the default path); a key crib does not know
-// is, so that a typo never passes silently.
-func Load(path string, missingOK bool) (Config, error) {
-	cfg := Default()
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) && missingOK {
-		return cfg, nil
-	}
-	if err != nil {
-		return cfg, fmt.Errorf("read config: %w", err)
-	}
-	if err := Decode(data, &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
 // Decode reads TOML data into cfg, keeping cfg's values for keys the data
 // does not set and rejecting keys the schema does not know.
 func Decode(data []byte, cfg *Config) error {
@@ -176,88 +152,6 @@ func Encode(cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// Validate checks the configuration without touching the system.
-func (c Config) Validate() error {
-	var errs []error
-	for name, p := range map[string]string{"root": c.Root, "state": c.State, "socket": c.Socket} {
-		if !filepath.IsAbs(p) {
-			errs = append(errs, fmt.Errorf("%s: %q is not an absolute path", name, p))
-		}
-	}
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
-		errs = append(errs, fmt.Errorf("log_level: %q is not one of debug, info, warn, error", c.LogLevel))
-	}
-	switch c.CgroupDriver {
-	case "cgroupfs":
-		if c.CgroupParent != "" && !filepath.IsAbs(c.CgroupParent) {
-			errs = append(errs, fmt.Errorf("cgroup_parent: %q must be an absolute cgroup path with the cgroupfs driver", c.CgroupParent))
-		}
-	case "systemd":
-		if c.CgroupParent != "" && !strings.HasSuffix(c.CgroupParent, ".slice") {
-			errs = append(errs, fmt.Errorf("cgroup_parent: %q must be a systemd slice with the systemd driver", c.CgroupParent))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("cgroup_driver: %q is not cgroupfs or systemd", c.CgroupDriver))
-	}
-	if _, ok := c.Runtimes[c.DefaultRuntime]; !ok {
-		errs = append(errs, fmt.Errorf("default_runtime: %q is not a key of [runtimes]", c.DefaultRuntime))
-	}
-	for name, r := range c.Runtimes {
-		if r.Path == "" {
-			errs = append(errs, fmt.Errorf("runtimes.%s.path: empty", name))
-		}
-	}
-	if c.ShmSize <= 0 {
-		errs = append(errs, fmt.Errorf("shm_size: %d is not positive", c.ShmSize))
-	}
-	if c.MaxLayerSize < 0 {
-		errs = append(errs, fmt.Errorf("max_layer_size: %d is negative", c.MaxLayerSize))
-	}
-	if c.ImagePullProgressTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("image_pull_progress_timeout: %s is not positive", c.ImagePullProgressTimeout))
-	}
-	if !filepath.IsAbs(c.Network.ConfDir) {
-		errs = append(errs, fmt.Errorf("network.conf_dir: %q is not an absolute path", c.Network.ConfDir))
-	}
-	if len(c.Network.PluginDirs) == 0 {
-		errs = append(errs, fmt.Errorf("network.plugin_dirs: empty"))
-	}
-	if _, _, err := net.ParseCIDR(c.Network.Subnet); err != nil {
-		errs = append(errs, fmt.Errorf("network.subnet: %q is not a CIDR", c.Network.Subnet))
-	}
-	if c.Network.Name == "" || c.Network.Bridge == "" || len(c.Network.Bridge) > 15 {
-		errs = append(errs, fmt.Errorf("network.name and network.bridge must be set; a bridge name has at most 15 characters"))
-	}
-	if err := validateAddress(c.Streaming.Address); err != nil {
-		errs = append(errs, fmt.Errorf("streaming.address: %w", err))
-	}
-	for host, r := range c.Registries {
-		for i, m := range r.Mirrors {
-			if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
-				errs = append(errs, fmt.Errorf("registries.%q.mirrors[%d]: %q needs an http:// or https:// scheme", host, i, m))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// validateAddress checks a host:port listen address without resolving it:
-// the host must be empty or an IP address, the port a number 0-65535.
-func validateAddress(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port: %w", addr, err)
-	}
-	if host != "" && net.ParseIP(host) == nil {
-		return fmt.Errorf("%q: host %q is not an IP address", addr, host)
-	}
-	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || strconv.FormatUint(n, 10) != port {
-		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
-	}
-	return nil
 }
 
 // RuntimeRoot is the state directory of the runtime for handler.

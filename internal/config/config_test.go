@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +86,7 @@ func TestValidate(t *testing.T) {
 		{"unknown default runtime", func(c *Config) { c.DefaultRuntime = "kata" }, "default_runtime"},
 		{"mirror without scheme", func(c *Config) {
 			c.Registries = map[string]Registry{"gcr.io": {Mirrors: []string{"127.0.0.1:5000"}}}
-		}, "mirrors[0]"},
+		}, `registries."gcr.io".mirrors: entry 0`},
 		{"shm", func(c *Config) { c.ShmSize = 0 }, "shm_size"},
 		{"pull progress timeout", func(c *Config) { c.ImagePullProgressTimeout = 0 }, "image_pull_progress_timeout"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
@@ -101,5 +102,24 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestValidateNamesKeys(t *testing.T) {
+	c := Default()
+	c.Runtimes = map[string]Runtime{"runc": {Path: "runc"}, "kata.v2": {}}
+	c.Network.Subnet = "nope"
+	err := c.Validate()
+	var keys []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("%v is not a *FieldError", e)
+		}
+		keys = append(keys, fe.Key)
+	}
+	want := []string{`runtimes."kata.v2".path`, "network.subnet"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("keys of Validate's errors (-want +got):\n%s", diff)
 	}
 }
