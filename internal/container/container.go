@@ -168,6 +168,9 @@ func (m *Manager) bundle(id string) string   { return filepath.Join(m.cfg.Bundle
 func (m *Manager) stateDir(id string) string { return filepath.Join(m.cfg.StateDir, id) }
 func (m *Manager) exitFile(id string) string { return filepath.Join(m.stateDir(id), "exit.json") }
 
+// pidFile is where the runtime writes the container's pid once it made it.
+func (m *Manager) pidFile(id string) string { return filepath.Join(m.stateDir(id), "pid") }
+
 // socket is the monitor's control socket. Unix socket paths are limited to
 // 108 bytes, so it is named by a 16-digit id prefix beside the container's
 // state dir rather than inside it.

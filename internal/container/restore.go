@@ -56,7 +56,7 @@ func (m *Manager) Restore(ctx context.Context) error {
 		switch {
 		case c.State == Running:
 			go m.watch(e)
-		case c.State == Created && m.startedUnrecorded(c.ID):
+		case c.State == Created && m.startedUnrecorded(ctx, c.ID):
 			// The daemon died inside Start, after the monitor had
 			// started the container: adopt it as running.
 			if err := m.update(e, func(c *Container) { c.State = Running; c.StartedAt = time.Now() }); err != nil {
@@ -71,12 +71,43 @@ func (m *Manager) Restore(ctx context.Context) error {
 	return nil
 }
 
-// startedUnrecorded reports whether a container recorded as created has a
-// monitor, or an exit record: only Start makes either.
-func (m *Manager) startedUnrecorded(id string) bool {
-	if _, ok, _ := monitor.ReadExit(m.exitFile(id)); ok {
-		return true
+// startedUnrecorded reports whether a container recorded as created has
+// been started: it has an exit record, or a monitor whose runtime wrote the
+// container's pid file. Only Start makes a monitor, but the monitor listens
+// before the runtime has made the container: while its socket is there
+// without a pid file, the start is still under way (the daemon died inside
+// it), and this waits for its outcome, up to monitorStartWait. A monitor
+// whose start failed removes its socket; one that died leaves it, but no
+// longer answers.
+func (m *Manager) startedUnrecorded(ctx context.Context, id string) bool {
+	pidFile := m.pidFile(id)
+	deadline := time.Now().Add(monitorStartWait)
+	for {
+		if _, ok, _ := monitor.ReadExit(m.exitFile(id)); ok {
+			return true
+		}
+		if _, err := os.Stat(m.socket(id)); err != nil {
+			// The monitor went since the look above: it may have written
+			// the exit meanwhile.
+			_, exited, _ := monitor.ReadExit(m.exitFile(id))
+			return exited
+		}
+		if _, err := os.Stat(pidFile); err == nil {
+			return true
+		}
+		if _, err := monitor.Dial(ctx, m.socket(id)); err != nil {
+			// The monitor died too: nothing will finish the start, and
+			// the watch of an adopted container finds out what is left.
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			m.log.Warn("container start under way at restart did not finish; taken as started", "container", id, "waited", monitorStartWait)
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	_, err := os.Stat(m.socket(id))
-	return err == nil
 }
+
+// monitorStartWait bounds how long a restart waits for a start it
+// interrupted: the runtime's create and start take well under a second.
+const monitorStartWait = 30 * time.Second

@@ -63,7 +63,7 @@ func (m *Manager) monitorConfig(c Container, rt *ociruntime.Runtime) monitor.Sta
 		LogPath:       c.LogPath,
 		ExitFile:      m.exitFile(c.ID),
 		Socket:        m.socket(c.ID),
-		PidFile:       filepath.Join(m.stateDir(c.ID), "pid"),
+		PidFile:       m.pidFile(c.ID),
 		MonitorLog:    filepath.Join(m.stateDir(c.ID), "monitor.log"),
 		Stdin:         c.Config.GetStdin(),
 		StdinOnce:     c.Config.GetStdinOnce(),
