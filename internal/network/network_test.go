@@ -226,20 +226,31 @@ func TestSetupTeardown(t *testing.T) {
 }
 
 func TestWaitOrphans(t *testing.T) {
-	cmd := exec.Command("sleep", "0.3")
+	// A "plugin" that runs until its stdin closes.
+	cmd := exec.Command("sh", "-c", "read x")
 	cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=orphan-test"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	start := time.Now()
-	WaitOrphans(context.Background(), "orphan-test")
-	if time.Since(start) < 100*time.Millisecond {
+	returned := make(chan struct{})
+	go func() { WaitOrphans(context.Background(), "orphan-test"); close(returned) }()
+	select {
+	case <-returned:
 		t.Error("WaitOrphans returned while the plugin ran")
+	case <-time.After(300 * time.Millisecond):
 	}
-	<-done
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	stdin.Close()
+	_ = cmd.Wait()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("WaitOrphans still waits after the plugin exited")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	WaitOrphans(ctx, "orphan-test")
 	if ctx.Err() != nil {

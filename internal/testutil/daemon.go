@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -358,7 +359,8 @@ func (d *Daemon) disconnect() {
 }
 
 // LinkOrCopy makes dst the same file as src: a hard link, or a copy when
-// they are on different file systems.
+// they are on different file systems, which it returns once it can be
+// executed.
 func LinkOrCopy(src, dst string) error {
 	if err := os.Link(src, dst); err == nil {
 		return nil
@@ -379,7 +381,29 @@ func LinkOrCopy(src, dst string) error {
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("copy crib binary: %w", err)
 	}
-	return nil
+	return waitExecutable(dst)
+}
+
+// waitExecutable runs `bin version` until the kernel lets it: a binary
+// just copied cannot be executed ("text file busy") while a process forked
+// meanwhile by another test still holds the copy's write descriptor, until
+// that process execs (Go issue 22315; slow under emulation). Once one exec
+// succeeded, no descriptor is left to hold it.
+func waitExecutable(bin string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := exec.Command(bin, "version").Run()
+		if !errors.Is(err, syscall.ETXTBSY) {
+			if err != nil {
+				return fmt.Errorf("run %s version: %w", bin, err)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run %s version: still %w after 30s", bin, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // LoadImage loads an image tarball with `crib image load`: through the
