@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // configDir writes a crib.toml and drop-ins (name → content, "crib.d/x.toml"
@@ -15,15 +16,7 @@ import (
 func configDir(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteTree(t, dir, files)
 	return filepath.Join(dir, "crib.toml")
 }
 
