@@ -34,7 +34,14 @@ go vet ./...
 echo "== staticcheck"
 staticcheck ./...
 echo "== go test"
-go test -count=1 -timeout 20m ./...
+gotest_log=$(mktemp)
+trap 'rm -f "$gotest_log"' EXIT
+if ! go test -count=1 -timeout 20m ./... 2>&1 | tee "$gotest_log"; then
+	# Again at the end, for a reader of the log's last lines: what failed, with its messages.
+	echo "== go test: what failed"
+	grep -E '^\s*--- FAIL|^FAIL|^panic:|^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$gotest_log" | tail -n 40
+	exit 1
+fi
 echo "== critest"
 test/conformance/run.sh
 echo "== node agent scenarios against containerd"

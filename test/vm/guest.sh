@@ -37,6 +37,10 @@ fi
 logs=$build/logs
 mkdir -p "$logs"
 results=()
+# What failed, with what it reported: printed again after the summary, because a CI log is
+# often read only from its end.
+failures=$logs/failures.txt
+: > "$failures"
 status=0
 # record NAME PASSED FAILED SKIPPED
 record() {
@@ -67,6 +71,16 @@ go_suite() {
 			grep -E '^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$log" | head -n 80 | sed 's/^/  /'
 			echo "  --- last 40 lines ---"
 			tail -n 40 "$log" | sed 's/^/  /'
+			{
+				echo "$name $pkg (exit $rc):"
+				grep -E '^\s*--- FAIL' "$log" | head -n 10
+				# The messages of the failed tests only: a failed test's lines sit between its
+				# last "=== RUN/CONT/NAME" and its "--- FAIL".
+				awk '/^=== (RUN|CONT|NAME)/ {cur = $3; sub(/\/.*/, "", cur)} /^[ \t]+[A-Za-z0-9_]+\.go:[0-9]+: / {msg[cur] = msg[cur] "\n" $0}
+					/^[ \t]*--- FAIL: / {name = $3; sub(/\/.*/, "", name); if (!(name in done)) {done[name] = 1; printf "%s", msg[name]; print ""}}' "$log" |
+					grep -v '^$' | tail -n 25
+				grep -E '^(panic:|fatal error:)' -A 8 "$log" | head -n 12
+			} >> "$failures"
 			[ "$ff" != 0 ] || ff=1
 		fi
 		p=$((p + pp)) f=$((f + ff)) s=$((s + ss))
@@ -107,6 +121,10 @@ for spec in "${suites[@]}"; do
 	esac
 done
 
+if [ -s "$failures" ]; then
+	echo "== what failed (the whole logs come back to the host in test/vm/.build/logs)"
+	cat "$failures"
+fi
 echo "== summary (inside the VM: cgroup v2, systemd)"
 printf '%s\n' "${results[@]}"
 exit $status
