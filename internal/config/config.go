@@ -59,6 +59,16 @@ type Config struct {
 
 	// Streaming configures the server behind Exec, Attach and PortForward.
 	Streaming Streaming `toml:"streaming"`
+
+	// Metrics configures the Prometheus endpoint.
+	Metrics Metrics `toml:"metrics"`
+}
+
+// Metrics configures the HTTP server of the runtime's Prometheus metrics.
+type Metrics struct {
+	// Address is the host:port /metrics is served on ("127.0.0.1:9123");
+	// empty, the default, serves no metrics.
+	Address string `toml:"address"`
 }
 
 // Streaming configures the streaming server.

@@ -76,6 +76,11 @@ func (c Config) Validate() error {
 	if err := validateAddress(c.Streaming.Address); err != nil {
 		bad(err, "streaming", "address")
 	}
+	if c.Metrics.Address != "" {
+		if err := validateAddress(c.Metrics.Address); err != nil {
+			bad(err, "metrics", "address")
+		}
+	}
 	for _, host := range sortedKeys(c.Registries) {
 		for i, m := range c.Registries[host].Mirrors {
 			if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {

@@ -111,6 +111,8 @@ type Config struct {
 	// Events, when set, is told of every container created, started,
 	// stopped (exited) and removed; nil publishes nothing.
 	Events events.Publisher
+	// Tracer, when set, is told of the phases of each container's start.
+	Tracer Tracer
 }
 
 // Manager runs the containers of one daemon.
@@ -146,6 +148,9 @@ func (e *entry) finish() { e.done.Do(func() { close(e.exited) }) }
 
 // New returns a Manager; it does no I/O until Restore.
 func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog.Logger) *Manager {
+	if cfg.Tracer == nil {
+		cfg.Tracer = noTracer{}
+	}
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
 		names: reserve.New(), byID: map[string]*entry{},

@@ -40,7 +40,9 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	if err != nil {
 		return "", err
 	}
+	began := time.Now()
 	img, err := m.images.Resolve(cfg.GetImage().GetImage())
+	m.cfg.Tracer.PodPhase(sb.ID, phaseImageResolve, time.Since(began))
 	if err != nil {
 		return "", fmt.Errorf("resolve image %q: %w", cfg.GetImage().GetImage(), err)
 	}
@@ -85,6 +87,8 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return m.db.Delete(recordKind, id)
 	})
 
+	// The spec phase: the rootfs, the OCI spec and the bundle.
+	began := time.Now()
 	rootfs, err := m.mountRootfs(id, img)
 	if err != nil {
 		return err
@@ -122,6 +126,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err := writeSpec(m.bundle(id), spec); err != nil {
 		return err
 	}
+	m.cfg.Tracer.PodPhase(sb.ID, phaseSpec, time.Since(began))
 	if logFile != "" {
 		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 			return fmt.Errorf("create log dir: %w", err)

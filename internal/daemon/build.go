@@ -46,6 +46,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.streams, err = d.listenStreaming(); err != nil {
 		return err
 	}
+	if err := d.listenMetrics(); err != nil {
+		return err
+	}
 	d.server = cri.New(cri.Config{
 		Info: cri.Info{
 			Version:      Version,
@@ -62,6 +65,7 @@ func (d *Daemon) build(ctx context.Context) error {
 			Systemd: d.cfg.CgroupDriver == "systemd",
 		}}, d.containers, d.sandboxes, d.images),
 		Events: d.events,
+		RPCs:   d.metrics,
 		Log:    d.log,
 	})
 	return nil
@@ -80,6 +84,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 			Subnet:      d.cfg.Network.Subnet,
 			IPAMDataDir: filepath.Join(d.cfg.Root, "cni", "networks"),
 		},
+		Observer: d.metrics,
 	}, d.log)
 	watch, stopWatch := context.WithCancel(context.Background())
 	if err := pods.Start(watch); err != nil {
@@ -109,6 +114,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		CgroupParent: d.cfg.CgroupParent,
 		Systemd:      sd,
 		Events:       d.events,
+		Tracer:       d.metrics,
 	}, db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
@@ -126,6 +132,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		HostCaps:          hostCaps,
 		Hugetlb:           hasController("hugetlb"),
 		Events:            d.events,
+		Tracer:            d.metrics,
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	return nil

@@ -52,7 +52,8 @@ func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOpt
 }
 
 // pull is one pull of r, whose normalized name is norm.
-func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, progress func(Progress)) (Image, error) {
+func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, progress func(Progress)) (_ Image, err error) {
+	defer s.recordPull()(&err)
 	eps, err := s.endpoints(r, auth)
 	if err != nil {
 		return Image{}, err
@@ -202,6 +203,7 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 	if err != nil {
 		return Image{}, err
 	}
+	blobs.rec = s.cfg.Pulls
 	for _, l := range m.Layers {
 		open := blobs.opener(l.Digest)
 		if progress != nil {
@@ -223,6 +225,7 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 type blobFetcher struct {
 	client *http.Client
 	ep     endpoint
+	rec    PullRecorder // counts the bytes downloaded, when set
 }
 
 func newBlobFetcher(ctx context.Context, ep endpoint) (*blobFetcher, error) {
@@ -262,7 +265,7 @@ func (b *blobFetcher) opener(d digest.Digest) func(ctx context.Context) (io.Read
 				resp.Body.Close()
 				return nil, classify(err)
 			}
-			return resp.Body, nil
+			return countBytes(resp.Body, b.rec), nil
 		}
 		return nil, classify(lastErr)
 	}
