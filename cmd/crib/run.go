@@ -84,6 +84,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	snapshots <- snap
 	setup.agent.Snapshots = snapshots
 	setup.agent.Runtime, setup.agent.Images = rc.Runtime, rc.Images
+	setup.agent.PullProgress = rc.PullProgress
 	a := agent.New(setup.agent)
 	agentCtx, stopAgent := context.WithCancel(context.Background())
 	agentDone := make(chan error, 1)
