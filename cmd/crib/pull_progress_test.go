@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/api"
 	"github.com/crib-dev/crib/internal/image"
@@ -130,5 +132,76 @@ func TestCribPullProgress(t *testing.T) {
 	}
 	if done, total, ok := p.PullProgress(ref); ok {
 		t.Errorf("progress %d/%d of a pull that ended", done, total)
+	}
+}
+
+// TestImagePullsShowsCRIPull: a pull the kubelet starts over the CRI shows
+// in `crib image pulls` while it is in flight, and leaves it when done.
+func TestImagePullsShowsCRIPull(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{LogLevel: "info"})
+	img, err := random.Image(100_000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := map[string]bool{}
+	var total, half int64
+	for _, l := range m.Layers {
+		layers[l.Digest.String()] = true
+		total += l.Size
+		half += l.Size / 2
+	}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	open := func() { releaseOnce.Do(func() { close(release) }) }
+	host := slowRegistry(t, layers, release)
+	t.Cleanup(open)
+	ref := host + "/slow/cri:1"
+	n, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(n, img); err != nil {
+		t.Fatal(err)
+	}
+
+	pulled := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := d.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		pulled <- err
+	}()
+	// IMAGE PROGRESS BYTES LAYERS WAITERS, then the age.
+	want := fmt.Sprintf("%s %d%% %s/%s 0/2 1 ", ref, half*100/total, humanSize(half), humanSize(total))
+	var out string
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("crib image pulls shows\n%s\nwithout %q", out, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+		out = cribImage(t, d, "pulls")
+	}
+	out = cribImage(t, d, "pulls", "--layers")
+	for _, l := range m.Layers {
+		row := strings.Join([]string{shortDigest(l.Digest.String()), percent(l.Size/2, l.Size), byteRatio(l.Size/2, l.Size)}, " ")
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			found = found || strings.Join(strings.Fields(line), " ") == row
+		}
+		if !found {
+			t.Errorf("crib image pulls --layers shows\n%s\nwithout the half-done layer %q", out, row)
+		}
+	}
+	open()
+	if err := <-pulled; err != nil {
+		t.Fatal(err)
+	}
+	if out := cribImage(t, d, "pulls"); strings.Contains(out, ref) {
+		t.Errorf("crib image pulls still shows the finished pull:\n%s", out)
 	}
 }
