@@ -36,13 +36,17 @@ type flight struct {
 	// waiters counts the callers still waiting; guarded by flights.mu.
 	waiters int
 
-	// mu guards subs, the progress callbacks of the waiters that asked
-	// for progress, and layers, the newest report of each layer in the
-	// order they were first reported (index: position by digest).
-	mu     sync.Mutex
+	// subsMu guards subs, the progress callbacks of the waiters that
+	// asked for progress.
+	subsMu sync.Mutex
 	subs   map[*subscriber]struct{}
-	layers []Progress
-	index  map[string]int
+	// progressMu guards layers, the newest report of each layer in the
+	// order they were first reported (index: position by digest). It is
+	// never held while a subscriber runs, so that a slow subscriber does
+	// not hold up Pulls.
+	progressMu sync.Mutex
+	layers     []Progress
+	index      map[string]int
 }
 
 type subscriber struct{ fn func(Progress) }
@@ -78,9 +82,9 @@ func (fs *flights) do(ctx context.Context, key, ref string, progress func(Progre
 	var sub *subscriber
 	if progress != nil {
 		sub = &subscriber{fn: progress}
-		f.mu.Lock()
+		f.subsMu.Lock()
 		f.subs[sub] = struct{}{}
-		f.mu.Unlock()
+		f.subsMu.Unlock()
 	}
 	fs.mu.Unlock()
 
@@ -111,9 +115,9 @@ func (fs *flights) run(ctx context.Context, f *flight, fn pullFunc) {
 // than joining a pull that is being cancelled.
 func (fs *flights) leave(f *flight, sub *subscriber) {
 	if sub != nil {
-		f.mu.Lock()
+		f.subsMu.Lock()
 		delete(f.subs, sub)
-		f.mu.Unlock()
+		f.subsMu.Unlock()
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -130,14 +134,16 @@ func (fs *flights) leave(f *flight, sub *subscriber) {
 // report records one progress report and passes it to every subscribed
 // waiter.
 func (f *flight) report(p Progress) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.progressMu.Lock()
 	if i, ok := f.index[p.Layer]; ok {
 		f.layers[i] = p
 	} else {
 		f.index[p.Layer] = len(f.layers)
 		f.layers = append(f.layers, p)
 	}
+	f.progressMu.Unlock()
+	f.subsMu.Lock()
+	defer f.subsMu.Unlock()
 	for s := range f.subs {
 		s.fn(p)
 	}
@@ -170,12 +176,17 @@ func (p PullStatus) Bytes() (done, total int64) {
 func (fs *flights) snapshot() []PullStatus {
 	fs.mu.Lock()
 	out := make([]PullStatus, 0, len(fs.m))
+	flying := make([]*flight, 0, len(fs.m))
 	for _, f := range fs.m {
-		f.mu.Lock()
-		out = append(out, PullStatus{Ref: f.ref, Started: f.started, Waiters: f.waiters, Layers: append([]Progress(nil), f.layers...)})
-		f.mu.Unlock()
+		out = append(out, PullStatus{Ref: f.ref, Started: f.started, Waiters: f.waiters})
+		flying = append(flying, f)
 	}
 	fs.mu.Unlock()
+	for i, f := range flying {
+		f.progressMu.Lock()
+		out[i].Layers = append([]Progress(nil), f.layers...)
+		f.progressMu.Unlock()
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {
 			return out[i].Started.Before(out[j].Started)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -162,4 +163,34 @@ func TestFlightLeavesTheListWhenEveryCallerGaveUp(t *testing.T) {
 		t.Errorf("pulls in flight after the last caller left: %+v", got)
 	}
 	h.result <- context.Canceled
+}
+
+// A subscriber that does not keep up (an API client reading slowly) holds
+// up neither the record nor the list of pulls.
+func TestFlightSlowSubscriberDoesNotHoldUpSnapshots(t *testing.T) {
+	var fs flights
+	h := newHeldPull()
+	unblock := make(chan struct{})
+	defer close(unblock)
+	inSubscriber := make(chan struct{}, 1)
+	go func() {
+		_, _ = fs.do(context.Background(), "k", "example.com/app:1", func(Progress) {
+			inSubscriber <- struct{}{}
+			<-unblock
+		}, h.fn)
+	}()
+	report := <-h.progress
+	go report(Progress{Layer: "sha256:a", Done: 5, Total: 10})
+	<-inSubscriber
+	got := make(chan []PullStatus, 1)
+	go func() { got <- fs.snapshot() }()
+	select {
+	case ps := <-got:
+		if len(ps) != 1 || len(ps[0].Layers) != 1 || ps[0].Layers[0].Done != 5 {
+			t.Errorf("pulls in flight = %+v, want the layer at 5 bytes", ps)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a snapshot waits for a blocked subscriber")
+	}
+	go func() { h.result <- nil }()
 }
