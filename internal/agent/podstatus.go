@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"os"
 	"time"
 
@@ -18,6 +19,12 @@ const maxMessageBytes = 4096
 // it, and from its record: when it was first seen, why its containers
 // wait, and whether a new version makes it start over.
 func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool) corev1.PodStatus {
+	return a.computeStatusWaiting(pod, obs, sandboxError, terminating, nil)
+}
+
+// computeStatusWaiting is computeStatus with more reasons containers wait,
+// by name, over those of the record (which it leaves as they are).
+func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool, more map[string]status.Waiting) corev1.PodStatus {
 	var previous *corev1.PodStatus
 	if p, ok := a.store.Get(pod.UID); ok {
 		previous = &p.Status
@@ -33,6 +40,13 @@ func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError s
 			rec.fresh = false
 		}
 	})
+	if len(more) > 0 {
+		waiting = maps.Clone(waiting)
+		if waiting == nil {
+			waiting = map[string]status.Waiting{}
+		}
+		maps.Copy(waiting, more)
+	}
 	return status.Compute(status.Facts{
 		Pod:          pod,
 		Observed:     obs,
