@@ -85,16 +85,17 @@ type Devices struct {
 // Resolve re-reads the spec directories and looks each name up. An
 // unknown device, or one whose edits cannot be made (a host device node
 // that is missing), is an InvalidArgument naming it. Nothing is edited
-// until Apply; no names give nil Devices, which edit nothing.
+// until Apply; no names give nil Devices, which edit nothing. A nil
+// Registry has no directories.
 func (r *Registry) Resolve(names []string) (*Devices, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.dirs) == 0 {
+	if r == nil || len(r.dirs) == 0 {
 		return nil, fmt.Errorf("unknown CDI device %q: no CDI spec directories are configured: %w", names[0], errdefs.ErrInvalidArgument)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.cache == nil {
 		// Without auto-refresh the cache starts no watch; it reads the
 		// directories only when asked to (below).

@@ -240,6 +240,10 @@ func TestNoDirs(t *testing.T) {
 	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "crib.test/fake=fake0") {
 		t.Fatalf("Resolve without directories = %v, want InvalidArgument naming the device", err)
 	}
+	var nilRegistry *Registry
+	if _, err := nilRegistry.Resolve([]string{"crib.test/fake=fake0"}); !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("Resolve on a nil registry = %v, want InvalidArgument", err)
+	}
 	var none *Devices
 	spec := baseSpec()
 	if err := none.Apply(spec); err != nil || len(spec.Linux.Devices) != 0 {
