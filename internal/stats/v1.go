@@ -39,11 +39,17 @@ func readV1(root, group string) (Sample, error) {
 		switch sub.Name() {
 		case cgroup1.Cpuacct:
 			if m.CPU != nil && m.CPU.Usage != nil {
-				s.CPU = &CPU{UsageNanos: m.CPU.Usage.Total}
+				u := m.CPU.Usage
+				s.CPU = &CPU{UsageNanos: u.Total, UserNanos: u.User, SystemNanos: u.Kernel}
 			}
 		case cgroup1.Pids:
 			if m.Pids != nil {
-				s.Pids = &Pids{Current: m.Pids.Current}
+				procs, err := countProcesses(filepath.Join(root, "pids", group))
+				if err != nil {
+					return Sample{}, err
+				}
+				// "max" may read as 0 or as a huge number: neither limits.
+				s.Pids = &Pids{Current: m.Pids.Current, Processes: procs, Limit: m.Pids.Limit, Limited: m.Pids.Limit > 0 && limited(m.Pids.Limit)}
 			}
 		case cgroup1.Memory:
 			if m.Memory == nil || m.Memory.Usage == nil {
@@ -54,6 +60,10 @@ func readV1(root, group string) (Sample, error) {
 				Usage:           mem.Usage.Usage,
 				WorkingSet:      workingSet(mem.Usage.Usage, mem.TotalInactiveFile),
 				RSS:             mem.TotalRSS,
+				Cache:           mem.TotalCache,
+				MappedFile:      mem.TotalMappedFile,
+				MaxUsage:        mem.Usage.Max,
+				Failcnt:         mem.Usage.Failcnt,
 				PageFaults:      mem.TotalPgFault,
 				MajorPageFaults: mem.TotalPgMajFault,
 				Limit:           mem.Usage.Limit,
