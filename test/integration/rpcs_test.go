@@ -24,9 +24,6 @@ var notBuilt = map[string]string{
 	"CheckpointContainer":       "needs CRIU, which cannot checkpoint on this kernel",
 	"CheckpointPod":             "needs CRIU, which cannot checkpoint on this kernel",
 	"RestorePod":                "needs CRIU, which cannot checkpoint on this kernel",
-	"ListMetricDescriptors":     "CRI metrics: issue #13",
-	"ListPodSandboxMetrics":     "CRI metrics: issue #13",
-	"StreamPodSandboxMetrics":   "CRI metrics: issue #13",
 	"UpdatePodSandboxResources": "in-place pod resize: issue #13",
 }
 
