@@ -60,7 +60,12 @@ func Build(p Pod, now time.Time) *runtimeapi.PodSandboxMetrics {
 		if c.Cgroup == nil {
 			continue
 		}
-		src := source{now: now, sample: c.Cgroup, layer: c.Layer, resources: c.Resources, started: c.StartedAt}
+		// A container without CRI resources has the kernel's defaults.
+		res := c.Resources
+		if res == nil {
+			res = &runtimeapi.LinuxContainerResources{}
+		}
+		src := source{now: now, sample: c.Cgroup, layer: c.Layer, resources: res, started: c.StartedAt}
 		out.ContainerMetrics = append(out.ContainerMetrics, &runtimeapi.ContainerMetrics{
 			ContainerId: c.ID,
 			Metrics:     metrics(src, []string{c.Name, c.ID, c.Image, c.ID, p.Namespace, p.Name}),

@@ -157,7 +157,7 @@ func TestBuildLeavesOutMissingFigures(t *testing.T) {
 	v1.CPU.Throttling, v1.CPU.Pressure, v1.Memory.Pressure, v1.IO, v1.Swap, v1.Memory.MaxUsage = nil, nil, nil, nil, nil, 0
 	p := Pod{
 		ID: "sb", Namespace: "ns", Name: "host-net",
-		Containers: []Container{{ID: "c", Name: "c", Cgroup: v1, Resources: &runtimeapi.LinuxContainerResources{}}},
+		Containers: []Container{{ID: "c", Name: "c", Cgroup: v1}},
 	}
 	got := Build(p, now)
 	names := map[string]bool{}
@@ -184,6 +184,11 @@ func TestBuildLeavesOutMissingFigures(t *testing.T) {
 		}
 	}
 	// Unset CRI resources read as the kernel's defaults.
+	for _, m := range got.Metrics {
+		if strings.HasPrefix(m.Name, "container_spec_") {
+			t.Errorf("a pod reports %s", m.Name)
+		}
+	}
 	for key, want := range map[string]uint64{
 		"container_spec_cpu_period{" + l + "}":         defaultCPUPeriod,
 		"container_spec_cpu_shares{" + l + "}":         defaultCPUShares,

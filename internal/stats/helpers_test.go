@@ -33,7 +33,7 @@ func v1Files(group string, memsw bool) map[string]string {
 		mem + "/memory.stat": "cache 4096\nrss 8192\ninactive_file 100\n" +
 			"total_cache 40960\ntotal_rss 81920\ntotal_inactive_file 10000\n" +
 			"total_mapped_file 512\ntotal_pgfault 77\ntotal_pgmajfault 3\n",
-		mem + "/memory.oom_control":        "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
+		mem + "/memory.oom_control":        "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
 		mem + "/memory.usage_in_bytes":     "150000\n",
 		mem + "/memory.max_usage_in_bytes": "200000\n",
 		mem + "/memory.failcnt":            "6\n",

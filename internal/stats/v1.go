@@ -2,8 +2,11 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/errdefs"
@@ -69,6 +72,9 @@ func readV1(root, group string) (Sample, error) {
 				Limit:           mem.Usage.Limit,
 				Limited:         limited(mem.Usage.Limit),
 			}
+			if s.Memory.OOMKills, err = oomKillsV1(filepath.Join(root, "memory", group)); err != nil {
+				return Sample{}, err
+			}
 			if swapAccounted(root) && mem.Swap != nil {
 				s.Swap = swapV1(mem.Usage.Usage, mem.Usage.Limit, mem.Swap.Usage, mem.Swap.Limit)
 			}
@@ -99,4 +105,23 @@ func swapV1(memUsage, memLimit, memswUsage, memswLimit uint64) *Swap {
 		}
 	}
 	return s
+}
+
+// oomKillsV1 reads the oom_kill count of memory.oom_control (kernels
+// before 4.13 have none: 0).
+func oomKillsV1(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
+	if err != nil {
+		return 0, fmt.Errorf("read oom_control: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse oom_control: %w", err)
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
 }

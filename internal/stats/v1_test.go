@@ -25,7 +25,7 @@ func TestReadV1(t *testing.T) {
 				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
-					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 1048576, Limited: true,
 				},
 				Swap: &Swap{Usage: 10000, Limit: 2097152, Limited: true},
@@ -40,7 +40,7 @@ func TestReadV1(t *testing.T) {
 				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
-					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 1048576, Limited: true,
 				},
 				Pids: &Pids{Current: 4, Processes: 3},
@@ -58,7 +58,7 @@ func TestReadV1(t *testing.T) {
 				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
-					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 9223372036854771712,
 				},
 				Pids: &Pids{Current: 4, Processes: 3},
@@ -83,7 +83,7 @@ func TestReadV1(t *testing.T) {
 				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
-					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 1048576, Limited: true,
 				},
 				Pids: &Pids{Current: 4, Processes: 3},
