@@ -78,7 +78,7 @@ func metricsContainer(c container.Container, u usage.Container) podmetrics.Conta
 		mc.Cgroup = &u.Cgroup.Sample
 	}
 	if u.Layer != nil {
-		mc.Layer = &podmetrics.Layer{Device: u.Layer.Mountpoint, DiskUsage: u.Layer.DiskUsage}
+		mc.Layer = &podmetrics.Layer{Device: u.Layer.Mountpoint, DiskUsage: u.Layer.DiskUsage, Capacity: u.Layer.Capacity}
 	}
 	return mc
 }

@@ -33,10 +33,12 @@ type Container struct {
 	Resources *runtimeapi.LinuxContainerResources
 }
 
-// Layer is a writable layer's usage on the filesystem named Device.
+// Layer is a writable layer's usage on the filesystem named Device, and
+// that filesystem's size (nil when unknown).
 type Layer struct {
 	Device string
 	stats.DiskUsage
+	Capacity *stats.Capacity
 }
 
 // Descriptors describes every metric Build may report.

@@ -48,8 +48,9 @@ func fullPod() Pod {
 		Containers: []Container{
 			{
 				ID: "c1", Name: "app", Image: "docker.io/library/busybox:1.36", StartedAt: now.Add(-30 * time.Second),
-				Cgroup:    fullSample(),
-				Layer:     &Layer{Device: "/var/lib/crib", DiskUsage: stats.DiskUsage{Bytes: 8192, Inodes: 3}},
+				Cgroup: fullSample(),
+				Layer: &Layer{Device: "/var/lib/crib", DiskUsage: stats.DiskUsage{Bytes: 8192, Inodes: 3},
+					Capacity: &stats.Capacity{Bytes: 10 << 30, Inodes: 1000, InodesFree: 600}},
 				Resources: &runtimeapi.LinuxContainerResources{CpuPeriod: 50_000, CpuQuota: 25_000, CpuShares: 512, MemoryLimitInBytes: 64 << 20},
 			},
 			{ID: "gone", Name: "exited"}, // no cgroup: no metrics
@@ -127,6 +128,9 @@ func TestBuild(t *testing.T) {
 		{ctr, "container_pressure_io_waiting_seconds_total{" + ctrL + "}", counter, 6},
 		{ctr, "container_pressure_io_stalled_seconds_total{" + ctrL + "}", counter, 5},
 		{ctr, "container_fs_usage_bytes{" + ctrL + ",/var/lib/crib}", gauge, 8192},
+		{ctr, "container_fs_limit_bytes{" + ctrL + ",/var/lib/crib}", gauge, 10 << 30},
+		{ctr, "container_fs_inodes_total{" + ctrL + ",/var/lib/crib}", gauge, 1000},
+		{ctr, "container_fs_inodes_free{" + ctrL + ",/var/lib/crib}", gauge, 600},
 		{ctr, "container_spec_cpu_period{" + ctrL + "}", gauge, 50_000},
 		{ctr, "container_spec_cpu_quota{" + ctrL + "}", gauge, 25_000},
 		{ctr, "container_spec_cpu_shares{" + ctrL + "}", gauge, 512},
@@ -157,7 +161,7 @@ func TestBuildLeavesOutMissingFigures(t *testing.T) {
 	v1.CPU.Throttling, v1.CPU.Pressure, v1.Memory.Pressure, v1.IO, v1.Swap, v1.Memory.MaxUsage = nil, nil, nil, nil, nil, 0
 	p := Pod{
 		ID: "sb", Namespace: "ns", Name: "host-net",
-		Containers: []Container{{ID: "c", Name: "c", Cgroup: v1}},
+		Containers: []Container{{ID: "c", Name: "c", Cgroup: v1, Layer: &Layer{Device: "/d"}}},
 	}
 	got := Build(p, now)
 	names := map[string]bool{}
@@ -176,7 +180,8 @@ func TestBuildLeavesOutMissingFigures(t *testing.T) {
 		"container_memory_swap{" + l + "}",
 		"container_memory_max_usage_bytes{" + l + "}",
 		"container_spec_cpu_quota{" + l + "}",
-		"container_fs_usage_bytes{" + l + ",}",
+		"container_fs_limit_bytes{" + l + ",/d}",
+		"container_fs_inodes_free{" + l + ",/d}",
 		"container_start_time_seconds{" + l + "}",
 	} {
 		if _, ok := ctr[absent]; ok {

@@ -151,6 +151,29 @@ func iface(f func(stats.Interface) uint64) func(source) []value {
 	}
 }
 
+// layer reports a figure of the writable layer or its filesystem,
+// labelled with the filesystem, when ok.
+func layer(f func(*Layer) (uint64, bool)) func(source) []value {
+	return func(s source) []value {
+		if s.layer == nil {
+			return nil
+		}
+		v, ok := f(s.layer)
+		if !ok {
+			return nil
+		}
+		return []value{{v: v, labels: []string{s.layer.Device}}}
+	}
+}
+
+// capacity is l's filesystem size, zero when unknown.
+func capacity(l *Layer) stats.Capacity {
+	if l.Capacity == nil {
+		return stats.Capacity{}
+	}
+	return *l.Capacity
+}
+
 func resources(f func(*runtimeapi.LinuxContainerResources) []value) func(source) []value {
 	return func(s source) []value {
 		if s.resources == nil {
@@ -286,13 +309,13 @@ var families = []family{
 	// File system: the container's writable layer, on the filesystem
 	// named by its mountpoint.
 	{name: "container_fs_usage_bytes", help: "Number of bytes that are consumed by the container on this filesystem.", kind: gauge,
-		extra: []string{"device"},
-		values: func(s source) []value {
-			if s.layer == nil {
-				return nil
-			}
-			return []value{{v: s.layer.Bytes, labels: []string{s.layer.Device}}}
-		}},
+		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return l.Bytes, true })},
+	{name: "container_fs_limit_bytes", help: "Number of bytes that can be consumed by the container on this filesystem.", kind: gauge,
+		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return capacity(l).Bytes, l.Capacity != nil })},
+	{name: "container_fs_inodes_total", help: "Number of Inodes", kind: gauge,
+		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return capacity(l).Inodes, l.Capacity != nil })},
+	{name: "container_fs_inodes_free", help: "Number of available Inodes", kind: gauge,
+		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return capacity(l).InodesFree, l.Capacity != nil })},
 	// The container's resources as the CRI set them.
 	{name: "container_spec_cpu_period", help: "CPU period of the container.", kind: gauge,
 		values: resources(func(r *runtimeapi.LinuxContainerResources) []value {

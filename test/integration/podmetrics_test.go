@@ -14,8 +14,8 @@ import (
 // TestPodSandboxMetrics: a running pod's CPU, memory and network metrics
 // come back from ListPodSandboxMetrics with plausible values and the
 // labels the kubelet's /metrics/cadvisor has, every one described by
-// ListMetricDescriptors, and StreamPodSandboxMetrics sends the same
-// metrics.
+// ListMetricDescriptors; PodSandboxStats shows the same interface, and
+// StreamPodSandboxMetrics sends the same metrics.
 func TestPodSandboxMetrics(t *testing.T) {
 	e := newEnv(t)
 	pod := e.podConfig("metered")
@@ -124,6 +124,9 @@ func TestPodSandboxMetrics(t *testing.T) {
 			t.Errorf("%s = %d (reported %v), want %d", name, v, ok, want)
 		}
 	}
+	if v, ok := labelled(ctr, "container_fs_limit_bytes", ctrLabels); !ok || v == 0 {
+		t.Errorf("container_fs_limit_bytes = %d (reported %v), want the filesystem's size", v, ok)
+	}
 	start, _ := labelled(ctr, "container_start_time_seconds", ctrLabels)
 	if d := time.Since(time.Unix(int64(start), 0)); d < 0 || d > time.Minute {
 		t.Errorf("container start time %d is %v ago", start, d)
@@ -132,6 +135,15 @@ func TestPodSandboxMetrics(t *testing.T) {
 		if m.Name == "container_network_receive_bytes_total" {
 			t.Error("a container repeats its pod's network metrics")
 		}
+	}
+
+	// The pod's stats carry the same interface.
+	ps, err := e.rt().PodSandboxStats(e.ctx(), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: podID})
+	if err != nil {
+		t.Fatalf("PodSandboxStats: %v", err)
+	}
+	if n := ps.GetStats().GetLinux().GetNetwork().GetDefaultInterface(); n.GetName() != "eth0" || n.GetRxBytes().GetValue() == 0 || n.GetTxBytes().GetValue() == 0 {
+		t.Errorf("pod stats' default interface = %v, want eth0 with traffic both ways", n)
 	}
 
 	stream, err := e.rt().StreamPodSandboxMetrics(e.ctx(), &runtimeapi.StreamPodSandboxMetricsRequest{})
