@@ -192,9 +192,9 @@ const (
 // families are every metric crib reports, pod's and containers' alike;
 // what a source lacks is left out.
 var families = []family{
-	{name: "container_last_seen", help: "Last time a container was seen by the exporter", kind: gauge,
+	{name: "container_last_seen", help: "When the runtime last read the cgroup, in seconds since the epoch.", kind: gauge,
 		values: func(s source) []value { return one(uint64(s.now.Unix())) }},
-	{name: "container_start_time_seconds", help: "Start time of the container since unix epoch in seconds.", kind: gauge,
+	{name: "container_start_time_seconds", help: "When the container started (the pod: was made), in seconds since the epoch.", kind: gauge,
 		values: func(s source) []value {
 			if s.started.IsZero() {
 				return nil
@@ -203,43 +203,43 @@ var families = []family{
 		}},
 
 	// CPU.
-	{name: "container_cpu_usage_seconds_total", help: "Cumulative cpu time consumed in seconds.", kind: counter,
+	{name: "container_cpu_usage_seconds_total", help: "CPU time used in all modes, in whole seconds.", kind: counter,
 		extra: []string{"cpu"},
 		values: cpu(func(c *stats.CPU) []value {
 			return []value{{v: seconds(c.UsageNanos), labels: []string{"total"}}}
 		})},
-	{name: "container_cpu_user_seconds_total", help: "Cumulative user cpu time consumed in seconds.", kind: counter,
+	{name: "container_cpu_user_seconds_total", help: "CPU time used in user mode, in whole seconds.", kind: counter,
 		values: cpu(func(c *stats.CPU) []value { return one(seconds(c.UserNanos)) })},
-	{name: "container_cpu_system_seconds_total", help: "Cumulative system cpu time consumed in seconds.", kind: counter,
+	{name: "container_cpu_system_seconds_total", help: "CPU time used in kernel mode, in whole seconds.", kind: counter,
 		values: cpu(func(c *stats.CPU) []value { return one(seconds(c.SystemNanos)) })},
-	{name: "container_cpu_cfs_periods_total", help: "Number of elapsed enforcement period intervals.", kind: counter,
+	{name: "container_cpu_cfs_periods_total", help: "CFS bandwidth periods that have elapsed with tasks runnable.", kind: counter,
 		values: throttling(func(t *stats.Throttling) uint64 { return t.Periods })},
-	{name: "container_cpu_cfs_throttled_periods_total", help: "Number of throttled period intervals.", kind: counter,
+	{name: "container_cpu_cfs_throttled_periods_total", help: "CFS bandwidth periods in which the quota ran out.", kind: counter,
 		values: throttling(func(t *stats.Throttling) uint64 { return t.ThrottledPeriods })},
-	{name: "container_cpu_cfs_throttled_seconds_total", help: "Total time duration the container has been throttled.", kind: counter,
+	{name: "container_cpu_cfs_throttled_seconds_total", help: "Time the CFS quota held tasks back, in whole seconds.", kind: counter,
 		values: throttling(func(t *stats.Throttling) uint64 { return seconds(t.ThrottledNanos) })},
 
 	// Memory.
-	{name: "container_memory_usage_bytes", help: "Current memory usage in bytes, including all memory regardless of when it was accessed", kind: gauge,
+	{name: "container_memory_usage_bytes", help: "Memory charged to the cgroup now, page cache included, in bytes.", kind: gauge,
 		values: memory(func(m *stats.Memory) []value { return one(m.Usage) })},
-	{name: "container_memory_working_set_bytes", help: "Current working set in bytes.", kind: gauge,
+	{name: "container_memory_working_set_bytes", help: "Memory usage less the inactive page cache, in bytes: what the kubelet evicts on.", kind: gauge,
 		values: memory(func(m *stats.Memory) []value { return one(m.WorkingSet) })},
-	{name: "container_memory_rss", help: "Size of RSS in bytes.", kind: gauge,
+	{name: "container_memory_rss", help: "Anonymous memory, in bytes.", kind: gauge,
 		values: memory(func(m *stats.Memory) []value { return one(m.RSS) })},
-	{name: "container_memory_cache", help: "Number of bytes of page cache memory.", kind: gauge,
+	{name: "container_memory_cache", help: "Page cache, in bytes.", kind: gauge,
 		values: memory(func(m *stats.Memory) []value { return one(m.Cache) })},
-	{name: "container_memory_mapped_file", help: "Size of memory mapped files in bytes.", kind: gauge,
+	{name: "container_memory_mapped_file", help: "Page cache mapped into processes, in bytes.", kind: gauge,
 		values: memory(func(m *stats.Memory) []value { return one(m.MappedFile) })},
-	{name: "container_memory_max_usage_bytes", help: "Maximum memory usage recorded in bytes", kind: gauge,
+	{name: "container_memory_max_usage_bytes", help: "Peak memory usage, in bytes.", kind: gauge,
 		values: memory(func(m *stats.Memory) []value {
 			if m.MaxUsage == 0 {
 				return nil
 			}
 			return one(m.MaxUsage)
 		})},
-	{name: "container_memory_failcnt", help: "Number of memory usage hits limits", kind: counter,
+	{name: "container_memory_failcnt", help: "Times the memory usage reached its limit.", kind: counter,
 		values: memory(func(m *stats.Memory) []value { return one(m.Failcnt) })},
-	{name: "container_memory_failures_total", help: "Cumulative count of memory allocation failures.", kind: counter,
+	{name: "container_memory_failures_total", help: "Page faults, minor (pgfault) and major (pgmajfault).", kind: counter,
 		extra: []string{"failure_type", "scope"},
 		values: memory(func(m *stats.Memory) []value {
 			// The cgroup's counters include its children's: the same
@@ -251,9 +251,9 @@ var families = []family{
 				{v: m.MajorPageFaults, labels: []string{"pgmajfault", "hierarchy"}},
 			}
 		})},
-	{name: "container_oom_events_total", help: "Count of out of memory events observed for the container", kind: counter,
+	{name: "container_oom_events_total", help: "Processes of the cgroup the OOM killer killed.", kind: counter,
 		values: memory(func(m *stats.Memory) []value { return one(m.OOMKills) })},
-	{name: "container_memory_swap", help: "Container swap usage in bytes.", kind: gauge,
+	{name: "container_memory_swap", help: "Swap used, in bytes.", kind: gauge,
 		values: func(s source) []value {
 			if s.sample == nil || s.sample.Swap == nil {
 				return nil
@@ -262,11 +262,11 @@ var families = []family{
 		}},
 
 	// Processes.
-	{name: "container_processes", help: "Number of processes running inside the container.", kind: gauge,
+	{name: "container_processes", help: "Processes in the cgroup and its children.", kind: gauge,
 		values: pids(func(p *stats.Pids) uint64 { return p.Processes })},
-	{name: "container_threads", help: "Number of threads running inside the container", kind: gauge,
+	{name: "container_threads", help: "Tasks (threads) in the cgroup and its children.", kind: gauge,
 		values: pids(func(p *stats.Pids) uint64 { return p.Current })},
-	{name: "container_threads_max", help: "Maximum number of threads allowed inside the container, infinity if value is zero", kind: gauge,
+	{name: "container_threads_max", help: "The cgroup's task limit; 0 is no limit.", kind: gauge,
 		values: pids(func(p *stats.Pids) uint64 {
 			if !p.Limited {
 				return 0
@@ -275,72 +275,72 @@ var families = []family{
 		})},
 
 	// Pressure stall information (cgroup v2).
-	{name: "container_pressure_cpu_waiting_seconds_total", help: "Total time duration tasks in the container have waited due to CPU congestion.", kind: counter,
+	{name: "container_pressure_cpu_waiting_seconds_total", help: "Time some tasks stalled waiting for a CPU (PSI some), in whole seconds.", kind: counter,
 		values: pressure(cpuPressure, false)},
-	{name: "container_pressure_cpu_stalled_seconds_total", help: "Total time duration no tasks in the container could make progress due to CPU congestion.", kind: counter,
+	{name: "container_pressure_cpu_stalled_seconds_total", help: "Time all tasks stalled waiting for a CPU (PSI full), in whole seconds.", kind: counter,
 		values: pressure(cpuPressure, true)},
-	{name: "container_pressure_memory_waiting_seconds_total", help: "Total time duration tasks in the container have waited due to memory congestion.", kind: counter,
+	{name: "container_pressure_memory_waiting_seconds_total", help: "Time some tasks stalled on memory (PSI some), in whole seconds.", kind: counter,
 		values: pressure(memoryPressure, false)},
-	{name: "container_pressure_memory_stalled_seconds_total", help: "Total time duration no tasks in the container could make progress due to memory congestion.", kind: counter,
+	{name: "container_pressure_memory_stalled_seconds_total", help: "Time all tasks stalled on memory (PSI full), in whole seconds.", kind: counter,
 		values: pressure(memoryPressure, true)},
-	{name: "container_pressure_io_waiting_seconds_total", help: "Total time duration tasks in the container have waited due to IO congestion.", kind: counter,
+	{name: "container_pressure_io_waiting_seconds_total", help: "Time some tasks stalled on block I/O (PSI some), in whole seconds.", kind: counter,
 		values: pressure(ioPressure, false)},
-	{name: "container_pressure_io_stalled_seconds_total", help: "Total time duration no tasks in the container could make progress due to IO congestion.", kind: counter,
+	{name: "container_pressure_io_stalled_seconds_total", help: "Time all tasks stalled on block I/O (PSI full), in whole seconds.", kind: counter,
 		values: pressure(ioPressure, true)},
 
 	// Network, the pod's: its containers share its namespace.
-	{name: "container_network_receive_bytes_total", help: "Cumulative count of bytes received", kind: counter,
+	{name: "container_network_receive_bytes_total", help: "Bytes the interface received.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.RxBytes })},
-	{name: "container_network_receive_packets_total", help: "Cumulative count of packets received", kind: counter,
+	{name: "container_network_receive_packets_total", help: "Packets the interface received.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.RxPackets })},
-	{name: "container_network_receive_packets_dropped_total", help: "Cumulative count of packets dropped while receiving", kind: counter,
+	{name: "container_network_receive_packets_dropped_total", help: "Received packets the interface dropped.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.RxDropped })},
-	{name: "container_network_receive_errors_total", help: "Cumulative count of errors encountered while receiving", kind: counter,
+	{name: "container_network_receive_errors_total", help: "Errors the interface met receiving.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.RxErrors })},
-	{name: "container_network_transmit_bytes_total", help: "Cumulative count of bytes transmitted", kind: counter,
+	{name: "container_network_transmit_bytes_total", help: "Bytes the interface sent.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.TxBytes })},
-	{name: "container_network_transmit_packets_total", help: "Cumulative count of packets transmitted", kind: counter,
+	{name: "container_network_transmit_packets_total", help: "Packets the interface sent.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.TxPackets })},
-	{name: "container_network_transmit_packets_dropped_total", help: "Cumulative count of packets dropped while transmitting", kind: counter,
+	{name: "container_network_transmit_packets_dropped_total", help: "Packets to send the interface dropped.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.TxDropped })},
-	{name: "container_network_transmit_errors_total", help: "Cumulative count of errors encountered while transmitting", kind: counter,
+	{name: "container_network_transmit_errors_total", help: "Errors the interface met sending.", kind: counter,
 		extra: []string{"interface"}, values: iface(func(i stats.Interface) uint64 { return i.TxErrors })},
 
 	// File system: the container's writable layer, on the filesystem
 	// named by its mountpoint.
-	{name: "container_fs_usage_bytes", help: "Number of bytes that are consumed by the container on this filesystem.", kind: gauge,
+	{name: "container_fs_usage_bytes", help: "Bytes the container's writable layer holds on the filesystem.", kind: gauge,
 		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return l.Bytes, true })},
-	{name: "container_fs_limit_bytes", help: "Number of bytes that can be consumed by the container on this filesystem.", kind: gauge,
+	{name: "container_fs_limit_bytes", help: "Size of the writable layer's filesystem, in bytes.", kind: gauge,
 		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return capacity(l).Bytes, l.Capacity != nil })},
-	{name: "container_fs_inodes_total", help: "Number of Inodes", kind: gauge,
+	{name: "container_fs_inodes_total", help: "Inodes of the writable layer's filesystem.", kind: gauge,
 		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return capacity(l).Inodes, l.Capacity != nil })},
-	{name: "container_fs_inodes_free", help: "Number of available Inodes", kind: gauge,
+	{name: "container_fs_inodes_free", help: "Free inodes of the writable layer's filesystem.", kind: gauge,
 		extra: []string{"device"}, values: layer(func(l *Layer) (uint64, bool) { return capacity(l).InodesFree, l.Capacity != nil })},
 	// The container's resources as the CRI set them.
-	{name: "container_spec_cpu_period", help: "CPU period of the container.", kind: gauge,
+	{name: "container_spec_cpu_period", help: "The container's CFS period, in microseconds.", kind: gauge,
 		values: resources(func(r *runtimeapi.LinuxContainerResources) []value {
 			if r.CpuPeriod <= 0 {
 				return one(defaultCPUPeriod)
 			}
 			return one(uint64(r.CpuPeriod))
 		})},
-	{name: "container_spec_cpu_quota", help: "CPU quota of the container.", kind: gauge,
+	{name: "container_spec_cpu_quota", help: "The container's CFS quota per period, in microseconds.", kind: gauge,
 		values: resources(func(r *runtimeapi.LinuxContainerResources) []value {
 			if r.CpuQuota <= 0 {
 				return nil
 			}
 			return one(uint64(r.CpuQuota))
 		})},
-	{name: "container_spec_cpu_shares", help: "CPU share of the container.", kind: gauge,
+	{name: "container_spec_cpu_shares", help: "The container's CPU shares.", kind: gauge,
 		values: resources(func(r *runtimeapi.LinuxContainerResources) []value {
 			if r.CpuShares <= 0 {
 				return one(defaultCPUShares)
 			}
 			return one(uint64(r.CpuShares))
 		})},
-	{name: "container_spec_memory_limit_bytes", help: "Memory limit for the container.", kind: gauge,
+	{name: "container_spec_memory_limit_bytes", help: "The container's memory limit in bytes; 0 is no limit.", kind: gauge,
 		values: resources(func(r *runtimeapi.LinuxContainerResources) []value { return one(positive(r.MemoryLimitInBytes)) })},
-	{name: "container_spec_memory_swap_limit_bytes", help: "Memory swap limit for the container.", kind: gauge,
+	{name: "container_spec_memory_swap_limit_bytes", help: "The container's memory and swap limit in bytes; 0 is no limit.", kind: gauge,
 		values: resources(func(r *runtimeapi.LinuxContainerResources) []value { return one(positive(r.MemorySwapLimitInBytes)) })},
 }
 
