@@ -53,18 +53,18 @@ type Sandbox struct {
 
 // Container is one container the runtime holds for the pod, in any sandbox.
 type Container struct {
-	ID         string
-	Name       string // labels.ContainerName
-	Type       string // labels.ContainerType: init, app, ephemeral
-	SandboxID  string
-	State      ContainerState
-	Hash       string // labels.ContainerHash
+	ID        string
+	Name      string // labels.ContainerName
+	Type      string // labels.ContainerType: init, app, ephemeral
+	SandboxID string
+	State     ContainerState
+	Hash      string // labels.ContainerHash
 	// ResizeHash is the labels.ContainerResizeHash annotation, empty on
 	// containers made before it existed (any change restarts those).
 	ResizeHash string
 	// Resources is what the runtime reports the container runs with now,
 	// nil when it reports nothing.
-	Resources *Resources
+	Resources  *Resources
 	Attempt    uint32 // the CRI metadata attempt, which is the restart count
 	ExitCode   int32
 	Reason     string // the runtime's reason, e.g. "OOMKilled", "Completed", "Error"
