@@ -77,25 +77,25 @@ func (m *Manager) resizeContainers(ctx context.Context, pod *corev1.Pod, rs []pl
 	return done, errors.Join(errs...)
 }
 
-// shrinks reports whether any resize lowers a CPU or memory limit of what
-// the runtime reports. The kubelet orders a resize so that a pod's cgroup
-// never holds less than its containers: growing, the pod cgroup first;
-// shrinking, the containers first (cgroup v1 refuses a child's CFS quota
-// above its parent's). A resize that does both goes containers first; a
-// container step that then fails for want of room is retried by the next
-// sync, after the pod cgroup grew.
-func shrinks(rs []plan.Resize, obs plan.Observed) bool {
+// splitResizes parts the resizes into those that lower a CPU or memory
+// limit of what the runtime reports and the others. The kubelet orders a
+// resize so that the pod's cgroup never holds less than its containers
+// (cgroup v1 refuses a child's CFS quota above its parent's): container
+// limits that shrink, then the pod cgroup, then container limits that
+// grow. A container whose one limit grows while another shrinks goes
+// first; should its growth not fit the pod cgroup yet, the next sync
+// retries it, after the pod cgroup grew.
+func splitResizes(rs []plan.Resize, obs plan.Observed) (shrinking, growing []plan.Resize) {
 	lower := func(to, from int64) bool { return to > 0 && (from <= 0 || to < from) }
 	for _, r := range rs {
 		cur := findContainer(obs, r.ID).Resources
-		if cur == nil {
-			continue
-		}
-		if lower(r.To.MemoryLimit, cur.MemoryLimit) || lower(r.To.CPUQuota, cur.CPUQuota) {
-			return true
+		if cur != nil && (lower(r.To.MemoryLimit, cur.MemoryLimit) || lower(r.To.CPUQuota, cur.CPUQuota)) {
+			shrinking = append(shrinking, r)
+		} else {
+			growing = append(growing, r)
 		}
 	}
-	return false
+	return shrinking, growing
 }
 
 // updateSandboxResources tells the runtime the pod's new resources after

@@ -113,19 +113,18 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 		return
 	}
 
-	// A resize in place: the containers before or after the pod cgroup,
-	// as shrinks explains, then the runtime is told the pod's new size.
-	resize := func() {
-		done, err := m.resizeContainers(ctx, pod, act.ContainersToResize)
+	// A resize in place, in the kubelet's order: containers whose limits
+	// shrink, the pod cgroup, containers whose limits grow, and then the
+	// runtime is told the pod's new size.
+	shrinking, growing := splitResizes(act.ContainersToResize, obs)
+	resize := func(rs []plan.Resize) {
+		done, err := m.resizeContainers(ctx, pod, rs)
 		res.Resized = append(res.Resized, done...)
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	containersFirst := shrinks(act.ContainersToResize, obs)
-	if containersFirst {
-		resize()
-	}
+	resize(shrinking)
 	// The pod cgroup comes after the pod's directory (made by the volumes),
 	// which is how the agent knows the cgroup is its own when it cleans up.
 	if m.cfg.Cgroups != nil {
@@ -141,9 +140,7 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 	}
 
 	if len(act.ContainersToResize) > 0 {
-		if !containersFirst {
-			resize()
-		}
+		resize(growing)
 		m.updateSandboxResources(ctx, pod, act.SandboxID, sbConfig)
 	}
 
