@@ -31,8 +31,15 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 	}
 	var startTime time.Time
 	var waiting map[string]status.Waiting
+	var allocated *corev1.Pod
+	var pending *status.ResizePending
 	a.withRecord(string(pod.UID), func(rec *podRecord) {
 		startTime, waiting = rec.firstSeen, rec.waiting
+		if r := rec.resizePending; r != nil {
+			// Until the resize is allocated, the containers are to run as
+			// the node last allocated them.
+			allocated, pending = rec.allocated, &status.ResizePending{Reason: r.Reason, Message: r.Message}
+		}
 		if rec.fresh {
 			// A new version of the pod: its status starts over, so that a
 			// terminal phase of the old one does not stick.
@@ -60,6 +67,9 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 		Now:          a.cfg.Clock.Now(),
 		StartTime:    startTime,
 		HostIP:       firstOrEmpty(a.cfg.PodConfig.HostIPs),
+
+		Allocated:     allocated,
+		ResizePending: pending,
 	})
 }
 

@@ -89,6 +89,11 @@ type Facts struct {
 	StartTime time.Time
 	// HostIP is this node's address.
 	HostIP string
+	// Allocated is the version of Pod whose resources the node admitted
+	// and the containers are to run with; nil means Pod. It differs from
+	// Pod while a resize is pending, and ResizePending says why.
+	Allocated     *corev1.Pod
+	ResizePending *ResizePending
 }
 
 // Compute returns the pod's status from what the runtime reports, the way
