@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,6 +129,9 @@ func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberunti
 	a.probes.RemovePod(string(pod.UID))
 	st := a.computeStatus(pod, pr.Observed, "", false)
 	st.Phase, st.Reason, st.Message = corev1.PodFailed, r.Reason, r.Message
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress // a failed pod resizes nothing
+	})
 	a.storeStatus(pod, st)
 	return 0
 }
