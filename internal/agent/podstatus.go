@@ -33,8 +33,9 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 	var waiting map[string]status.Waiting
 	var allocated *corev1.Pod
 	var pending *status.ResizePending
+	var resizeError string
 	a.withRecord(string(pod.UID), func(rec *podRecord) {
-		startTime, waiting = rec.firstSeen, rec.waiting
+		startTime, waiting, resizeError = rec.firstSeen, rec.waiting, rec.resizeError
 		if r := rec.resizePending; r != nil {
 			// Until the resize is allocated, the containers are to run as
 			// the node last allocated them.
@@ -70,6 +71,7 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 
 		Allocated:     allocated,
 		ResizePending: pending,
+		ResizeError:   resizeError,
 	})
 }
 

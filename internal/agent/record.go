@@ -73,6 +73,8 @@ type podRecord struct {
 	// (Infeasible or Deferred, the kubelet's PodResizePending reasons).
 	allocated     *corev1.Pod
 	resizePending *rejection
+	// resizeError is why the last sync's resize in place failed, if it did.
+	resizeError string
 	// evicted says why the pod was evicted: it stays down until its
 	// manifest changes.
 	evicted string

@@ -69,7 +69,10 @@ func (a *Agent) runPod(ctx context.Context, pod *corev1.Pod, data kuberuntime.Da
 	// run is the pod as allocated: while a resize of it is pending, its
 	// containers keep the resources they have.
 	res := a.rt.SyncPod(ctx, run, obs, data)
-	a.withRecord(uid, func(rec *podRecord) { rec.waiting = res.Waiting.Apply(rec.waiting) })
+	a.withRecord(uid, func(rec *podRecord) {
+		rec.waiting = res.Waiting.Apply(rec.waiting)
+		rec.resizeError = res.ResizeError
+	})
 	if res.Err != nil {
 		a.logSyncError(pod, res.Err)
 	}

@@ -137,3 +137,27 @@ func TestResizeRestartContainerPolicy(t *testing.T) {
 		t.Errorf("a resize recreated the sandbox: %v", got)
 	}
 }
+
+// A resize the runtime refuses is reported, the container is kept, and
+// the next sync tries again.
+func TestResizeFailureIsRetried(t *testing.T) {
+	e := newResizeEnv(t)
+	e.mustSync(testPod(sized("500m", "128Mi", corev1.NotRequired)))
+	before := e.running(testPod(), "app")
+
+	smaller := testPod(sized("500m", "64Mi", corev1.NotRequired))
+	e.rt.InjectError("UpdateContainerResources", fmt.Errorf("memory in use above the new limit"))
+	mark := e.log.len()
+	res := e.sync(smaller)
+	if res.Err == nil || !strings.Contains(res.ResizeError, "memory in use") || len(res.Resized) > 0 {
+		t.Fatalf("failed resize: err %v, ResizeError %q, resized %v", res.Err, res.ResizeError, res.Resized)
+	}
+	if got := withPrefix(e.log.since(mark), "StopContainer"); len(got) > 0 {
+		t.Errorf("a failed resize stopped the container: %v", got)
+	}
+
+	res = e.mustSync(smaller)
+	if !slices.Equal(res.Resized, []string{before.ID}) || res.ResizeError != "" {
+		t.Errorf("retry resized %v (error %q), want %s", res.Resized, res.ResizeError, before.ID)
+	}
+}

@@ -38,6 +38,8 @@ type SyncResult struct {
 	// reports of them changed, so the next observation reads them again
 	// (PodRuntime.Forget).
 	Resized []string
+	// ResizeError says why a resize in place failed, empty when none did.
+	ResizeError string
 	// Err joins every failure of this sync; the pod is synced again later.
 	Err error
 }
@@ -122,6 +124,7 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 		res.Resized = append(res.Resized, done...)
 		if err != nil {
 			errs = append(errs, err)
+			res.ResizeError = err.Error()
 		}
 	}
 	resize(shrinking)

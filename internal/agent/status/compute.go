@@ -94,6 +94,9 @@ type Facts struct {
 	// Pod while a resize is pending, and ResizePending says why.
 	Allocated     *corev1.Pod
 	ResizePending *ResizePending
+	// ResizeError is why the last resize in place failed: a resize in
+	// progress shows it (reason Error) until a sync resizes it.
+	ResizeError string
 }
 
 // Compute returns the pod's status from what the runtime reports, the way

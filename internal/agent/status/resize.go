@@ -104,7 +104,8 @@ func sameResources(act plan.Resources, want *runtimeapi.LinuxContainerResources)
 // resizeConditions are the kubelet's resize conditions, each present only
 // while true: PodResizePending while a resize is not allocated,
 // PodResizeInProgress while one allocated is not what the containers run
-// with. A finished pod has neither.
+// with (reason Error when the last attempt failed). A finished pod has
+// neither.
 func resizeConditions(f Facts, st *corev1.PodStatus) []corev1.PodCondition {
 	if isTerminal(st.Phase) {
 		return nil
@@ -114,7 +115,11 @@ func resizeConditions(f Facts, st *corev1.PodStatus) []corev1.PodCondition {
 		out = append(out, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: p.Reason, Message: p.Message})
 	}
 	if resizeInProgress(f) {
-		out = append(out, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue})
+		c := corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}
+		if f.ResizeError != "" {
+			c.Reason, c.Message = corev1.PodReasonError, f.ResizeError
+		}
+		out = append(out, c)
 	}
 	return out
 }

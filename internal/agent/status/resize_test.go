@@ -121,6 +121,19 @@ func TestResizeStatus(t *testing.T) {
 	}
 }
 
+func TestResizeErrorShowsInProgress(t *testing.T) {
+	st := Compute(Facts{
+		Pod:         sizedPod("500m", "64Mi"),
+		ResizeError: "resize container app: device or resource busy",
+		Observed:    plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}, Containers: []plan.Container{runsWith(500, 128<<20)}},
+		Now:         t0,
+	})
+	c := condition(st, corev1.PodResizeInProgress)
+	if c == nil || c.Reason != corev1.PodReasonError || c.Message != "resize container app: device or resource busy" {
+		t.Errorf("PodResizeInProgress = %+v, want reason Error with the failure", c)
+	}
+}
+
 func TestResizeConditionsGoWithAFinishedPod(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyNever, nil, "app")
 	st := Compute(Facts{
