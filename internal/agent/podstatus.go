@@ -31,8 +31,16 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 	}
 	var startTime time.Time
 	var waiting map[string]status.Waiting
+	var allocated *corev1.Pod
+	var pending *status.ResizePending
+	var resizeError string
 	a.withRecord(string(pod.UID), func(rec *podRecord) {
-		startTime, waiting = rec.firstSeen, rec.waiting
+		startTime, waiting, resizeError = rec.firstSeen, rec.waiting, rec.resizeError
+		if r := rec.resizePending; r != nil {
+			// Until the resize is allocated, the containers are to run as
+			// the node last allocated them.
+			allocated, pending = rec.allocated, &status.ResizePending{Reason: r.Reason, Message: r.Message}
+		}
 		if rec.fresh {
 			// A new version of the pod: its status starts over, so that a
 			// terminal phase of the old one does not stick.
@@ -60,6 +68,10 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 		Now:          a.cfg.Clock.Now(),
 		StartTime:    startTime,
 		HostIP:       firstOrEmpty(a.cfg.PodConfig.HostIPs),
+
+		Allocated:     allocated,
+		ResizePending: pending,
+		ResizeError:   resizeError,
 	})
 }
 
