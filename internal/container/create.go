@@ -110,11 +110,11 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return err
 	}
 	spec, err := ocispec.Build(ocispec.Input{
-		ID:         id,
-		SandboxID:  sb.ID,
-		Container:  cfg,
-		Sandbox:    sb.Config,
-		Image:      img.Config.Config,
+		ID:           id,
+		SandboxID:    sb.ID,
+		Container:    cfg,
+		Sandbox:      sb.Config,
+		Image:        img.Config.Config,
 		RootfsPath:   rootfs,
 		ImageVolumes: volumes,
 		Namespaces:   ns,
