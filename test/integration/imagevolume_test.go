@@ -3,6 +3,8 @@ package integration
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -227,6 +229,62 @@ func TestImageVolumes(t *testing.T) {
 	for _, ref := range []string{twoLayers, oneLayer} {
 		if err := removeImage(ref); err != nil {
 			t.Errorf("RemoveImage %s after the container went: %v", ref, err)
+		}
+	}
+}
+
+// TestCrashDuringImageVolumeCreate kills the daemon while it creates a
+// container with image volumes: the restarted daemon either has the
+// container, still holding its images, or nothing of it; removing the
+// pods leaves no mount, and the images can then be removed.
+func TestCrashDuringImageVolumeCreate(t *testing.T) {
+	e := newEnv(t)
+	e.d.LoadImage(t, volumeImages(t))
+	cfg := e.ctrConfig("c", "sleep", "3600")
+	cfg.Mounts = []*runtimeapi.Mount{imageMount("/vol", twoLayers, ""), imageMount("/one", oneLayer, "only")}
+	pod := e.podConfig("imgvol-calibrate")
+	podID := e.runPod(pod)
+	start := time.Now()
+	e.create(podID, pod, cfg)
+	took := time.Since(start)
+	e.removeAllAndCheck(t)
+
+	removeImage := func(ref string) error {
+		_, err := e.d.Images.RemoveImage(e.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		return err
+	}
+	for i, delay := range crashDelays(took) {
+		pod := e.podConfig(fmt.Sprintf("imgvol-crash-%d", i))
+		podID := e.runPod(pod)
+		res := e.crashDuring(delay, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient) rpcResult {
+			resp, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
+			if err != nil {
+				return rpcResult{err: err}
+			}
+			return rpcResult{id: resp.ContainerId}
+		})
+		ctrs, err := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{})
+		if err != nil {
+			t.Fatalf("ListContainers after restart: %v", err)
+		}
+		t.Logf("kill after %s: created %.12s (%v), %d containers after the restart", delay, res.id, res.err, len(ctrs.Containers))
+		if res.id != "" && len(ctrs.Containers) != 1 {
+			t.Errorf("container %s was reported created but is gone after the restart", res.id)
+		}
+		for _, c := range ctrs.Containers {
+			if err := removeImage(oneLayer); status.Code(err) != codes.FailedPrecondition {
+				t.Errorf("RemoveImage of an image container %s mounts, after a restart = %v, want FailedPrecondition", c.Id, err)
+			}
+			e.start(c.Id)
+			if r := e.exec(c.Id, "cat", "/one/one.txt"); string(r.Stdout) != "single layer" {
+				t.Errorf("cat /one/one.txt after a restart = %q, %s", r.Stdout, r.Stderr)
+			}
+		}
+		e.removeAllAndCheck(t)
+	}
+	for _, ref := range []string{twoLayers, oneLayer} {
+		if err := removeImage(ref); err != nil {
+			t.Errorf("RemoveImage %s after the containers went: %v", ref, err)
 		}
 	}
 }
