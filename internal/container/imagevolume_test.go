@@ -92,6 +92,8 @@ func TestValidateImageMount(t *testing.T) {
 		{m: &runtimeapi.Mount{ContainerPath: "/a", Image: img, ImageSubPath: ".."}, wantErr: "leaves the image"},
 		{m: &runtimeapi.Mount{ContainerPath: "/a", HostPath: "/tmp", ImageSubPath: "x"}, wantErr: "mounts[0].image_sub_path is set without an image"},
 		{m: &runtimeapi.Mount{ContainerPath: "/a", HostPath: "/tmp", Image: img}, wantErr: "mounts[0].image and host_path are both set"},
+		{m: &runtimeapi.Mount{ContainerPath: "/a", Image: img, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, wantErr: "mounts[0].propagation"},
+		{m: &runtimeapi.Mount{ContainerPath: "/a", HostPath: "/tmp", Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}},
 	} {
 		err := validateImageMount(0, tt.m)
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (!errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tt.wantErr)) {

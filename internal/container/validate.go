@@ -42,6 +42,8 @@ func validateImageMount(i int, m *runtimeapi.Mount) error {
 		return fmt.Errorf("config.mounts[%d].image_sub_path is set without an image: %w", i, errdefs.ErrInvalidArgument)
 	case m.GetImage().GetImage() != "" && m.GetHostPath() != "":
 		return fmt.Errorf("config.mounts[%d].image and host_path are both set: %w", i, errdefs.ErrInvalidArgument)
+	case m.GetImage().GetImage() != "" && m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
+		return fmt.Errorf("config.mounts[%d].propagation: an image mount must be private: %w", i, errdefs.ErrInvalidArgument)
 	}
 	if c := filepath.Clean(sub); c == ".." || strings.HasPrefix(c, "../") {
 		return fmt.Errorf("config.mounts[%d].image_sub_path %q leaves the image: %w", i, sub, errdefs.ErrInvalidArgument)
