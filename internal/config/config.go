@@ -62,6 +62,17 @@ type Config struct {
 
 	// Metrics configures the Prometheus endpoint.
 	Metrics Metrics `toml:"metrics"`
+
+	// CDI configures Container Device Interface devices.
+	CDI CDI `toml:"cdi"`
+}
+
+// CDI configures where CDI device specs are read from.
+type CDI struct {
+	// SpecDirs hold CDI spec files (*.json, *.yaml); a device named in
+	// more than one is taken from the later directory. Empty, no CDI
+	// device can be resolved.
+	SpecDirs []string `toml:"spec_dirs"`
 }
 
 // Metrics configures the HTTP server of the runtime's Prometheus metrics.
@@ -135,6 +146,7 @@ func Default() Config {
 			Subnet:     "10.88.0.0/16",
 		},
 		Streaming: Streaming{Address: "127.0.0.1:0"},
+		CDI:       CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
@@ -119,6 +120,8 @@ type Config struct {
 	Events events.Publisher
 	// Tracer, when set, is told of the phases of each container's start.
 	Tracer Tracer
+	// CDI resolves the CDI devices containers ask for; nil resolves none.
+	CDI *cdi.Registry
 }
 
 // Manager runs the containers of one daemon.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 
+	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/events"
@@ -133,6 +134,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		Hugetlb:           hasController("hugetlb"),
 		Events:            d.events,
 		Tracer:            d.metrics,
+		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	return nil
