@@ -63,6 +63,8 @@ type Container struct {
 	// User is the identity the container's process runs as, resolved
 	// from the CRI config and the image's /etc/passwd and /etc/group.
 	User specs.User
+	// ImageVolumes are the images the container mounts, in mount order.
+	ImageVolumes []ImageVolume
 }
 
 // record is the on-disk form of a Container.
@@ -77,6 +79,10 @@ type Images interface {
 	LowerDirs(img image.Image) ([]string, error)
 	Retain(chainIDs []string)
 	Release(chainIDs []string)
+	// Hold and Unhold keep an image a container mounts as a volume from
+	// being removed.
+	Hold(id, container string) error
+	Unhold(id, container string)
 }
 
 // Sandboxes is what the Manager needs of the sandbox manager.

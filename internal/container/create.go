@@ -53,13 +53,17 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	if err != nil {
 		return "", fmt.Errorf("resolve image %q: %w", cfg.GetImage().GetImage(), err)
 	}
+	vols, err := m.resolveImageVolumes(cfg)
+	if err != nil {
+		return "", err
+	}
 	id := ids.New()
 	return m.names.Create(ctx, nameKey(sb.ID, cfg.GetMetadata()), id, func(ctx context.Context) error {
-		return m.create(ctx, id, sb, cfg, img, logFile, devices)
+		return m.create(ctx, id, sb, cfg, img, vols, logFile, devices)
 	})
 }
 
-func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, logFile string, devices *cdi.Devices) (err error) {
+func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices) (err error) {
 	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
 		return err
 	}
@@ -75,6 +79,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		CreatedAt:      time.Now(),
 		LogPath:        logFile,
 		StopSignal:     img.Config.Config.StopSignal,
+	}
+	for _, v := range vols {
+		c.ImageVolumes = append(c.ImageVolumes, ImageVolume{Mount: v.mount, ImageID: v.img.ID, ImageRef: imageRef(v.img)})
 	}
 	var rollback undo.Stack
 	defer func() {
@@ -94,9 +101,14 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return m.db.Delete(recordKind, id)
 	})
 
-	// The spec phase: the rootfs, the OCI spec and the bundle.
+	// The spec phase: the rootfs, the image volumes, the OCI spec and the
+	// bundle.
 	began := time.Now()
 	rootfs, err := m.mountRootfs(id, img)
+	if err != nil {
+		return err
+	}
+	volumes, err := m.mountImageVolumes(id, cfg, vols, &rollback)
 	if err != nil {
 		return err
 	}
@@ -105,13 +117,14 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return err
 	}
 	spec, err := ocispec.Build(ocispec.Input{
-		ID:         id,
-		SandboxID:  sb.ID,
-		Container:  cfg,
-		Sandbox:    sb.Config,
-		Image:      img.Config.Config,
-		RootfsPath: rootfs,
-		Namespaces: ns,
+		ID:           id,
+		SandboxID:    sb.ID,
+		Container:    cfg,
+		Sandbox:      sb.Config,
+		Image:        img.Config.Config,
+		RootfsPath:   rootfs,
+		ImageVolumes: volumes,
+		Namespaces:   ns,
 		Files: ocispec.SandboxFiles{
 			HostnamePath: sb.HostnamePath(),
 			ResolvPath:   sb.ResolvPath(),
@@ -161,6 +174,38 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	m.mu.Unlock()
 	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())
 	return nil
+}
+
+// mountImageVolumes holds and mounts the images of cfg's image mounts and
+// returns, by mount index, what the OCI spec binds: the image's root or its
+// image_sub_path. Each step pushes its undo; the container's own undo
+// (teardown) would unmount them too, as restore does after a crash.
+func (m *Manager) mountImageVolumes(id string, cfg *runtimeapi.ContainerConfig, vols []volumeImage, rollback *undo.Stack) (map[int]string, error) {
+	if len(vols) == 0 {
+		return nil, nil
+	}
+	out := make(map[int]string, len(vols))
+	for _, v := range vols {
+		field := fmt.Sprintf("config.mounts[%d]", v.mount)
+		if err := m.images.Hold(v.img.ID, id); err != nil {
+			return nil, fmt.Errorf("%s.image.image: %w", field, err)
+		}
+		rollback.Push("hold of image "+v.img.ID, func(context.Context) error {
+			m.images.Unhold(v.img.ID, id)
+			return nil
+		})
+		dir := m.volumeDir(id, v.mount)
+		if err := m.mountImageVolume(dir, v.img); err != nil {
+			return nil, fmt.Errorf("%s: mount image %s: %w", field, v.img.ID, err)
+		}
+		rollback.Push("image volume "+dir, func(context.Context) error { return mount.Unmount(dir) })
+		src, err := subPathIn(dir, cfg.GetMounts()[v.mount].GetImageSubPath(), field+".image_sub_path")
+		if err != nil {
+			return nil, err
+		}
+		out[v.mount] = src
+	}
+	return out, nil
 }
 
 // imageRef is the reference the kubelet shows for the image: its first repo

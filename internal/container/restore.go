@@ -50,6 +50,13 @@ func (m *Manager) Restore(ctx context.Context) error {
 			continue
 		}
 		m.images.Retain(c.ChainIDs)
+		for _, v := range c.ImageVolumes {
+			if err := m.images.Hold(v.ImageID, c.ID); err != nil {
+				// Only an image removed behind the daemon's back can be
+				// gone: the container's mount still works until it goes.
+				m.log.Error("hold image volume", "container", c.ID, "image", v.ImageID, "err", err)
+			}
+		}
 		e := &entry{c: *c, exited: make(chan struct{})}
 		m.byID[c.ID] = e
 		m.names.Hold(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)

@@ -155,6 +155,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		return err
 	}
 	m.images.Release(c.ChainIDs)
+	for _, v := range c.ImageVolumes {
+		m.images.Unhold(v.ImageID, c.ID)
+	}
 	m.mu.Lock()
 	delete(m.byID, c.ID)
 	m.publish(events.Deleted, &c)

@@ -26,6 +26,27 @@ func validate(cfg *runtimeapi.ContainerConfig) error {
 		if !filepath.IsAbs(m.GetContainerPath()) {
 			return fmt.Errorf("config.mounts[%d].container_path %q is not absolute: %w", i, m.GetContainerPath(), errdefs.ErrInvalidArgument)
 		}
+		if err := validateImageMount(i, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateImageMount checks what can be told of an image mount before its
+// image is mounted; subPathIn checks the rest (symlinks) after.
+func validateImageMount(i int, m *runtimeapi.Mount) error {
+	sub := m.GetImageSubPath()
+	switch {
+	case m.GetImage().GetImage() == "" && sub != "":
+		return fmt.Errorf("config.mounts[%d].image_sub_path is set without an image: %w", i, errdefs.ErrInvalidArgument)
+	case m.GetImage().GetImage() != "" && m.GetHostPath() != "":
+		return fmt.Errorf("config.mounts[%d].image and host_path are both set: %w", i, errdefs.ErrInvalidArgument)
+	case m.GetImage().GetImage() != "" && m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
+		return fmt.Errorf("config.mounts[%d].propagation: an image mount must be private: %w", i, errdefs.ErrInvalidArgument)
+	}
+	if c := filepath.Clean(sub); c == ".." || strings.HasPrefix(c, "../") {
+		return fmt.Errorf("config.mounts[%d].image_sub_path %q leaves the image: %w", i, sub, errdefs.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func containerStatus(c container.Container) *runtimeapi.ContainerStatus {
 		Message:     c.Message,
 		Labels:      c.Config.GetLabels(),
 		Annotations: c.Config.GetAnnotations(),
-		Mounts:      c.Config.GetMounts(),
+		Mounts:      c.StatusMounts(),
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: c.Config.GetLinux().GetResources()},
 		StopSignal:  stopSignal(c),

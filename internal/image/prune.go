@@ -13,9 +13,9 @@ type PruneReport struct {
 	BytesFreed uint64
 }
 
-// PruneImages removes every image that is not pinned and whose layers no
-// container retains (an image is in use when its top chain ID is
-// retained), then deletes every blob and snapshot nothing references.
+// PruneImages removes every image that is not pinned, not mounted as a
+// volume and whose layers no container retains (an image is in use when its
+// top chain ID is retained), then deletes every blob and snapshot nothing references.
 func (s *Store) PruneImages(ctx context.Context) (PruneReport, error) {
 	var rep PruneReport
 	before, err := s.FsInfo()
@@ -26,7 +26,7 @@ func (s *Store) PruneImages(ctx context.Context) (PruneReport, error) {
 	var victims []string
 	s.mu.RLock()
 	for id, r := range s.images {
-		if r.Pinned {
+		if r.Pinned || len(s.mountedBy[id]) > 0 {
 			continue
 		}
 		if n := len(r.ChainIDs); n > 0 && s.retainedChains[r.ChainIDs[n-1]] > 0 {

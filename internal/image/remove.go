@@ -16,7 +16,8 @@ import (
 // digest reference it removes only that name; the image goes when it has
 // no tag left (Docker's rule: digests do not keep an image). Blobs and
 // snapshots that no remaining image references and nobody retains are
-// deleted. An absent image or name is not an error.
+// deleted. An absent image or name is not an error; removing an image a
+// container mounts as a volume (see Hold) is errdefs.ErrFailedPrecondition.
 func (s *Store) Remove(ctx context.Context, ref string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -31,7 +32,7 @@ func (s *Store) Remove(ctx context.Context, ref string) error {
 }
 
 // removeRecord updates the index and records; it returns the removed
-// record, or nil when the image stays (or never was).
+// record, or nil when the image stays (or never was). refMu must be held.
 func (s *Store) removeRecord(ref string) (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -42,9 +43,18 @@ func (s *Store) removeRecord(ref string) (*record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remove image %q: %w", ref, err)
 	}
+	var next *record
 	if byName != "" {
-		next := r.clone()
+		next = r.clone()
 		next.dropName(byName)
+	}
+	if next == nil || len(next.RepoTags) == 0 {
+		if c := s.heldLocked(r.ID); c != "" {
+			return nil, fmt.Errorf("remove image %q: image %s is mounted as a volume by container %s: %w",
+				ref, r.ID, c, errdefs.ErrFailedPrecondition)
+		}
+	}
+	if next != nil {
 		if len(next.RepoTags) > 0 {
 			if err := s.records.write(next); err != nil {
 				return nil, err

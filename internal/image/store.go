@@ -113,6 +113,9 @@ type Store struct {
 	refMu          sync.Mutex
 	retainedChains map[string]int
 	retainedBlobs  map[string]int
+	// mountedBy names, per image ID, the containers that mount the image
+	// as a volume: such an image cannot be removed.
+	mountedBy map[string]map[string]bool
 
 	// pulls serialises work on one blob or one chain ID across pulls;
 	// flights shares whole pulls of one reference.
@@ -142,6 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		names:          map[string]string{},
 		retainedChains: map[string]int{},
 		retainedBlobs:  map[string]int{},
+		mountedBy:      map[string]map[string]bool{},
 	}
 	if s.platform.OS == "" {
 		s.platform.OS = runtime.GOOS
@@ -324,6 +328,48 @@ func (s *Store) Retain(chainIDs []string) {
 	for _, id := range chainIDs {
 		s.retainedChains[id]++
 	}
+}
+
+// Hold records that container mounts the image id as a volume: until
+// Unhold, Remove and PruneImages leave the image alone. Holding an image
+// that is gone is errdefs.ErrNotFound, so a Remove racing a container's
+// creation either wins before the hold or is refused after it.
+func (s *Store) Hold(id, container string) error {
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	s.mu.RLock()
+	_, ok := s.images[id]
+	s.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("image %s: %w", id, errdefs.ErrNotFound)
+	}
+	if s.mountedBy[id] == nil {
+		s.mountedBy[id] = map[string]bool{}
+	}
+	s.mountedBy[id][container] = true
+	return nil
+}
+
+// Unhold undoes Hold. Unholding what is not held is not an error.
+func (s *Store) Unhold(id, container string) {
+	s.refMu.Lock()
+	defer s.refMu.Unlock()
+	delete(s.mountedBy[id], container)
+	if len(s.mountedBy[id]) == 0 {
+		delete(s.mountedBy, id)
+	}
+}
+
+// heldLocked says which container (the first by id) mounts image id, or
+// "" when none does. refMu must be held.
+func (s *Store) heldLocked(id string) string {
+	first := ""
+	for c := range s.mountedBy[id] {
+		if first == "" || c < first {
+			first = c
+		}
+	}
+	return first
 }
 
 // Release undoes one Retain of the chain IDs. Snapshots released this way

@@ -267,3 +267,41 @@ func TestTagMovesToNewImage(t *testing.T) {
 		t.Errorf("tag resolves to %s (%v), want %s", got.ID, err, cur.ID)
 	}
 }
+
+func TestHoldRefusesRemoval(t *testing.T) {
+	requiresRoot(t)
+	s, _ := hubStore(t, t.TempDir())
+	imgs := pullAll(t, s, "busybox", "busybox:1.36", "foo/bar")
+	bb := imgs[0]
+	ctx := context.Background()
+	if err := s.Hold(bb.ID, "ctr1"); err != nil {
+		t.Fatal(err)
+	}
+	// Dropping one of two names leaves the image: allowed.
+	if err := s.Remove(ctx, "busybox:1.36"); err != nil {
+		t.Errorf("remove one of two tags of a held image: %v", err)
+	}
+	for _, ref := range []string{bb.ID, "busybox"} {
+		err := s.Remove(ctx, ref)
+		if !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "ctr1") {
+			t.Errorf("Remove(%s) of a held image = %v, want FailedPrecondition naming ctr1", ref, err)
+		}
+	}
+	rep, err := s.PruneImages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{imgs[2].ID}, rep.Images); diff != "" {
+		t.Errorf("PruneImages removed (-want +got):\n%s", diff)
+	}
+	s.Unhold(bb.ID, "ctr1")
+	if err := s.Remove(ctx, "busybox"); err != nil {
+		t.Fatalf("remove after unhold: %v", err)
+	}
+	if _, err := s.Resolve(bb.ID); !errdefs.IsNotFound(err) {
+		t.Errorf("image resolves after removal: %v", err)
+	}
+	if err := s.Hold(bb.ID, "ctr2"); !errdefs.IsNotFound(err) {
+		t.Errorf("Hold of a removed image = %v, want NotFound", err)
+	}
+}

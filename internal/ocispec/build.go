@@ -56,6 +56,11 @@ type Input struct {
 	// a missing file counts as empty.
 	RootfsPath string
 
+	// ImageVolumes are, by index in Container.Mounts, the host directories
+	// (or files) that CRI mounts with an image stand for: the image's file
+	// system already mounted read-only, with the image_sub_path applied.
+	ImageVolumes map[int]string
+
 	Namespaces Namespaces
 	Files      SandboxFiles
 

@@ -102,12 +102,31 @@ func TestBuildErrors(t *testing.T) {
 			wantErr: "requires private propagation",
 		},
 		{
-			name: "image volume",
+			name: "image volume not mounted",
 			modify: func(t *testing.T, f *fixture, in *Input) {
 				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/img", Image: &runtimeapi.ImageSpec{Image: "busybox"}}}
 			},
-			class:   errdefs.ErrNotImplemented,
+			class:   errdefs.ErrInvalidArgument,
 			wantErr: "mounts[0].image",
+		},
+		{
+			name: "image volume with a host path",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/img", HostPath: f.host, Image: &runtimeapi.ImageSpec{Image: "busybox"}}}
+				in.ImageVolumes = map[int]string{0: f.host}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[0].image and mounts[0].host_path are both set",
+		},
+		{
+			name: "image volume with propagation",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/img", Image: &runtimeapi.ImageSpec{Image: "busybox"},
+					Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}}
+				in.ImageVolumes = map[int]string{0: f.host}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[0].propagation",
 		},
 		{
 			name: "id-mapped mount",
@@ -316,6 +335,27 @@ func TestBuildMountSymlinkSourceResolved(t *testing.T) {
 	last := spec.Mounts[len(spec.Mounts)-1]
 	if last.Destination != "/data" || last.Source != target {
 		t.Errorf("mount = %+v, want /data from %s", last, target)
+	}
+}
+
+func TestBuildImageVolume(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	vol := f.hostDir(t, "imgvol")
+	in.Container.Mounts = []*runtimeapi.Mount{
+		{ContainerPath: "/data", HostPath: f.host},
+		// Readonly unset and no host path: an image mount is read-only
+		// whatever it asks.
+		{ContainerPath: "/data/img/", Image: &runtimeapi.ImageSpec{Image: "sha256:abc"}, ImageSubPath: "etc", MountOptions: []string{"noexec"}},
+	}
+	in.ImageVolumes = map[int]string{1: vol}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := specs.Mount{Destination: "/data/img", Type: "bind", Source: vol, Options: []string{"rbind", "rprivate", "ro", "noexec"}}
+	if diff := cmp.Diff(want, spec.Mounts[len(spec.Mounts)-1]); diff != "" {
+		t.Errorf("image mount (-want +got):\n%s", diff)
 	}
 }
 

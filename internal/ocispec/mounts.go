@@ -85,7 +85,13 @@ func (b *builder) criMounts() ([]specs.Mount, error) {
 	var out []specs.Mount
 	seen := map[string]int{}
 	for i, m := range b.in.Container.GetMounts() {
-		sm, err := convertMount(i, m, b.in.RecursiveReadOnlySupported)
+		var sm specs.Mount
+		var err error
+		if m.GetImage().GetImage() != "" {
+			sm, err = imageMount(i, m, b.in.ImageVolumes[i])
+		} else {
+			sm, err = convertMount(i, m, b.in.RecursiveReadOnlySupported)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -113,9 +119,6 @@ func convertMount(i int, m *runtimeapi.Mount, rroSupported bool) (specs.Mount, e
 	dst := m.GetContainerPath()
 	if !filepath.IsAbs(dst) {
 		return specs.Mount{}, fmt.Errorf("%s %q is not absolute: %w", field("container_path"), dst, errdefs.ErrInvalidArgument)
-	}
-	if m.GetImage().GetImage() != "" && m.GetHostPath() == "" {
-		return specs.Mount{}, fmt.Errorf("%s: image volumes are not supported: %w", field("image"), errdefs.ErrNotImplemented)
 	}
 	if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
 		return specs.Mount{}, fmt.Errorf("%s: id-mapped mounts are not supported: %w", field("uidMappings"), errdefs.ErrNotImplemented)
@@ -151,6 +154,28 @@ func convertMount(i int, m *runtimeapi.Mount, rroSupported bool) (specs.Mount, e
 	}
 	opts = append(opts, m.GetMountOptions()...)
 	return specs.Mount{Destination: filepath.Clean(dst), Type: "bind", Source: resolved, Options: opts}, nil
+}
+
+// imageMount turns CRI mount i, which names an image, into a read-only
+// bind of src, where the caller mounted the image. An image mount is
+// read-only and private whatever the CRI mount asks.
+func imageMount(i int, m *runtimeapi.Mount, src string) (specs.Mount, error) {
+	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
+	dst := m.GetContainerPath()
+	switch {
+	case !filepath.IsAbs(dst):
+		return specs.Mount{}, fmt.Errorf("%s %q is not absolute: %w", field("container_path"), dst, errdefs.ErrInvalidArgument)
+	case m.GetHostPath() != "":
+		return specs.Mount{}, fmt.Errorf("%s and %s are both set: %w", field("image"), field("host_path"), errdefs.ErrInvalidArgument)
+	case len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0:
+		return specs.Mount{}, fmt.Errorf("%s: id-mapped mounts are not supported: %w", field("uidMappings"), errdefs.ErrNotImplemented)
+	case m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
+		return specs.Mount{}, fmt.Errorf("%s: an image mount must be private: %w", field("propagation"), errdefs.ErrInvalidArgument)
+	case src == "":
+		return specs.Mount{}, fmt.Errorf("%s %q: the image is not mounted: %w", field("image"), m.GetImage().GetImage(), errdefs.ErrInvalidArgument)
+	}
+	opts := append([]string{"rbind", "rprivate", "ro"}, m.GetMountOptions()...)
+	return specs.Mount{Destination: filepath.Clean(dst), Type: "bind", Source: src, Options: opts}, nil
 }
 
 func propagationOption(p runtimeapi.MountPropagation) string {

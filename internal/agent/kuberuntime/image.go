@@ -24,54 +24,97 @@ var errWaiting = errors.New("container is waiting")
 // ensureImage makes the container's image present as its pull policy says
 // and returns the runtime's record of it.
 func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Container) (*runtimeapi.Image, error) {
+	return m.ensure(ctx, env, c.Name, c.Image, c.ImagePullPolicy)
+}
+
+// ensureImageVolumes makes the image of every image volume the container
+// mounts present, as the volume's pull policy says, with the same secrets
+// and backoff as a container image; a failure is the container's waiting
+// reason, as the kubelet reports it. It returns the image to mount by
+// volume name.
+func (m *Manager) ensureImageVolumes(ctx context.Context, env startEnv, c *corev1.Container) (map[string]string, error) {
+	var out map[string]string
+	for _, vm := range c.VolumeMounts {
+		v := podVolume(env.pod, vm.Name)
+		if v == nil || v.Image == nil {
+			continue
+		}
+		if _, done := out[v.Name]; done {
+			continue
+		}
+		img, err := m.ensure(ctx, env, c.Name, v.Image.Reference, v.Image.PullPolicy)
+		if err != nil {
+			return nil, fmt.Errorf("image volume %q: %w", v.Name, err)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[v.Name] = img.Id
+	}
+	return out, nil
+}
+
+// podVolume is the pod's volume named name, or nil.
+func podVolume(pod *corev1.Pod, name string) *corev1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// ensure makes image ref present for container name as policy says and
+// returns the runtime's record of it.
+func (m *Manager) ensure(ctx context.Context, env startEnv, name, ref string, policy corev1.PullPolicy) (*runtimeapi.Image, error) {
 	pod := env.pod
-	spec := &runtimeapi.ImageSpec{Image: c.Image, Annotations: env.sandboxConfig.GetAnnotations()}
+	spec := &runtimeapi.ImageSpec{Image: ref, Annotations: env.sandboxConfig.GetAnnotations()}
 	present, err := m.imageStatus(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case c.ImagePullPolicy == corev1.PullNever && present == nil:
-		msg := fmt.Sprintf("image %q is not present and the pull policy is Never", c.Image)
-		env.waiting.wait(c.Name, reasonErrImageNeverPull, msg)
+	case policy == corev1.PullNever && present == nil:
+		msg := fmt.Sprintf("image %q is not present and the pull policy is Never", ref)
+		env.waiting.wait(name, reasonErrImageNeverPull, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, reasonErrImageNeverPull, msg)
 		return nil, fmt.Errorf("%s: %w", msg, errWaiting)
-	case present != nil && c.ImagePullPolicy != corev1.PullAlways:
-		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+	case present != nil && policy != corev1.PullAlways:
+		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", ref))
 		return present, nil
 	}
 
-	key := string(pod.UID) + "/" + c.Image
+	key := string(pod.UID) + "/" + ref
 	if in, left := m.cfg.PullBackoff.InBackoff(key); in {
-		msg := fmt.Sprintf("Back-off pulling image %q (%s left)", c.Image, left.Round(time.Second))
-		env.waiting.wait(c.Name, reasonImagePullBackOff, msg)
+		msg := fmt.Sprintf("Back-off pulling image %q (%s left)", ref, left.Round(time.Second))
+		env.waiting.wait(name, reasonImagePullBackOff, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "BackOff", msg)
 		return nil, &waitError{msg: msg, left: left}
 	}
-	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", ref))
 	began := m.cfg.Clock.Now()
 	ended := func() {}
 	if m.cfg.Pulling != nil {
-		ended = m.cfg.Pulling(pod, c.Name, c.Image)
+		ended = m.cfg.Pulling(pod, name, ref)
 	}
-	ref, err := m.cfg.Images.PullImage(ctx, spec, pullAuth(pod, c.Image, env.data.Secrets), env.sandboxConfig)
+	pulled, err := m.cfg.Images.PullImage(ctx, spec, pullAuth(pod, ref, env.data.Secrets), env.sandboxConfig)
 	ended()
 	if err != nil {
 		m.cfg.PullBackoff.Next(key)
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		env.waiting.wait(c.Name, reasonErrImagePull, msg)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", ref, err)
+		env.waiting.wait(name, reasonErrImagePull, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", msg)
-		return nil, fmt.Errorf("pull image %q: %w", c.Image, fromGRPC(err))
+		return nil, fmt.Errorf("pull image %q: %w", ref, fromGRPC(err))
 	}
 	m.cfg.PullBackoff.Reset(key)
 	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulled",
-		fmt.Sprintf("Successfully pulled image %q in %s", c.Image, m.cfg.Clock.Since(began).Round(time.Millisecond)))
-	img, err := m.imageStatus(ctx, &runtimeapi.ImageSpec{Image: ref})
+		fmt.Sprintf("Successfully pulled image %q in %s", ref, m.cfg.Clock.Since(began).Round(time.Millisecond)))
+	img, err := m.imageStatus(ctx, &runtimeapi.ImageSpec{Image: pulled})
 	if err != nil {
 		return nil, err
 	}
 	if img == nil {
-		return nil, fmt.Errorf("image %q is gone right after its pull", c.Image)
+		return nil, fmt.Errorf("image %q is gone right after its pull", ref)
 	}
 	return img, nil
 }

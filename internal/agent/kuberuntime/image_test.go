@@ -2,10 +2,14 @@ package kuberuntime
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func countCalls(calls []string, name string) int {
@@ -138,5 +142,75 @@ func TestImagePullBackoffDoubles(t *testing.T) {
 	e.mustSync(pod)
 	if got := e.pulls(); got != 3 {
 		t.Fatalf("PullImage calls after the second backoff = %d, want 3", got)
+	}
+}
+
+// imageVolumePod mounts image volume "tools" (policy) in app, whole and at
+// a subPath.
+func imageVolumePod(policy corev1.PullPolicy) *corev1.Pod {
+	return testPod(func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "tools", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: "example.com/tools:1", PullPolicy: policy}}}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+			{Name: "tools", MountPath: "/tools"},
+			{Name: "tools", MountPath: "/bin2", SubPath: "bin"},
+		}
+	})
+}
+
+func TestImageVolumePulledAndMounted(t *testing.T) {
+	e := newEnv(t)
+	e.img.SetFakeImages([]string{"busybox:1.36"})
+	e.img.InjectError("PullImage", errors.New("registry unreachable"))
+	pod := imageVolumePod(corev1.PullIfNotPresent)
+
+	// A failed pull of the volume's image holds the container back, as
+	// a failed pull of its own image does, with the same backoff.
+	if res := e.sync(pod); res.Err == nil {
+		t.Fatal("SyncPod: no error after a failed pull of an image volume")
+	}
+	if w := e.waitingOf(string(pod.UID))["app"]; w.Reason != reasonErrImagePull || !strings.Contains(w.Message, "example.com/tools:1") {
+		t.Fatalf("Waiting[app] = %+v, want %s naming the volume's image", w, reasonErrImagePull)
+	}
+	e.clk.Step(5 * time.Second)
+	if res := e.sync(pod); !IsWaiting(res.Err) {
+		t.Errorf("SyncPod in pull backoff = %v, want a waiting error", res.Err)
+	}
+	if e.creates() != 0 || e.pulls() != 1 {
+		t.Fatalf("in backoff: %d creates, %d pulls; want 0 and 1", e.creates(), e.pulls())
+	}
+
+	e.clk.Step(6 * time.Second)
+	e.mustSync(pod)
+	if e.pulls() != 2 {
+		t.Fatalf("PullImage calls = %d, want 2", e.pulls())
+	}
+	var got []*runtimeapi.Mount
+	for _, m := range e.rt.lastCreated().GetMounts() {
+		if m.GetImage() != nil {
+			got = append(got, m)
+		}
+	}
+	want := []*runtimeapi.Mount{
+		{ContainerPath: "/tools", Image: &runtimeapi.ImageSpec{Image: "example.com/tools:1"}, Readonly: true},
+		{ContainerPath: "/bin2", Image: &runtimeapi.ImageSpec{Image: "example.com/tools:1"}, ImageSubPath: "bin", Readonly: true},
+	}
+	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
+		t.Errorf("image mounts (-want +got):\n%s", d)
+	}
+}
+
+func TestImageVolumeNeverPulled(t *testing.T) {
+	e := newEnv(t)
+	e.img.SetFakeImages([]string{"busybox:1.36"})
+	pod := imageVolumePod(corev1.PullNever)
+	if res := e.sync(pod); !IsWaiting(res.Err) {
+		t.Errorf("SyncPod = %v, want a waiting error", res.Err)
+	}
+	if w := e.waitingOf(string(pod.UID))["app"]; w.Reason != reasonErrImageNeverPull {
+		t.Errorf("Waiting[app] = %+v, want %s", w, reasonErrImageNeverPull)
+	}
+	if e.pulls() != 0 || e.creates() != 0 {
+		t.Errorf("%d pulls, %d creates; want none", e.pulls(), e.creates())
 	}
 }

@@ -56,6 +56,10 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 	if err != nil {
 		return err
 	}
+	imageVolumes, err := m.ensureImageVolumes(ctx, env, c)
+	if err != nil {
+		return err
+	}
 	msgPath, err := m.cfg.Volumes.TerminationMessagePath(string(pod.UID), c.Name, restartCount)
 	if err != nil {
 		return m.startFailed(env, c, reasonCreateConfigError, err)
@@ -72,6 +76,7 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		Image:                      img.Id,
 		ImageUser:                  imageUser(img),
 		Volumes:                    env.volumes,
+		ImageVolumes:               imageVolumes,
 		ConfigMaps:                 env.data.ConfigMaps,
 		Secrets:                    env.data.Secrets,
 		TerminationMessageHostPath: msgPath,

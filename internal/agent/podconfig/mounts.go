@@ -23,6 +23,14 @@ func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 	for i := range c.VolumeMounts {
 		vm := &c.VolumeMounts[i]
 		field := fmt.Sprintf("volumeMounts[%d] (%s)", i, vm.Name)
+		if image, ok := in.ImageVolumes[vm.Name]; ok {
+			m, err := imageMount(vm, image, env)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", field, err)
+			}
+			mounts = append(mounts, m)
+			continue
+		}
 		hostPath, ok := in.Volumes[vm.Name]
 		if !ok || hostPath == "" {
 			return nil, fmt.Errorf("%s: volume %q to mount into container %q: %w", field, vm.Name, c.Name, errdefs.ErrNotFound)
@@ -64,8 +72,30 @@ func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 	return mounts, nil
 }
 
+// imageMount is the CRI mount of an image volume: read-only, private, the
+// subPath resolved by the runtime inside the image.
+func imageMount(vm *corev1.VolumeMount, image string, env *envList) (*runtimeapi.Mount, error) {
+	if image == "" {
+		return nil, fmt.Errorf("image volume %q was not pulled: %w", vm.Name, errdefs.ErrFailedPrecondition)
+	}
+	if vm.MountPropagation != nil && *vm.MountPropagation != corev1.MountPropagationNone {
+		return nil, fmt.Errorf("mountPropagation %q: an image volume is mounted private: %w", *vm.MountPropagation, errdefs.ErrInvalidArgument)
+	}
+	sub, err := subPathOf(vm, env)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.Mount{
+		ContainerPath: vm.MountPath,
+		Image:         &runtimeapi.ImageSpec{Image: image},
+		ImageSubPath:  sub,
+		Readonly:      true,
+	}, nil
+}
+
 // SubPaths returns, by index in the container's volumeMounts, the subPath
-// of every volumeMount that has one: subPath as written, or subPathExpr
+// of every volumeMount of a volume on the host (not an image volume) that
+// has one: subPath as written, or subPathExpr
 // expanded against the container's environment (so in needs what the
 // environment needs: ConfigMaps, Secrets, pod IPs). Each is checked to be
 // relative and free of "..". The caller prepares each on the host (the
@@ -90,6 +120,9 @@ func SubPaths(in ContainerInput, opts Options) (map[int]string, error) {
 	out := map[int]string{}
 	for i := range c.VolumeMounts {
 		vm := &c.VolumeMounts[i]
+		if _, image := in.ImageVolumes[vm.Name]; image {
+			continue
+		}
 		sub, err := subPathOf(vm, env)
 		if err != nil {
 			return nil, fmt.Errorf("container %q: volumeMounts[%d] (%s): %w", c.Name, i, vm.Name, err)

@@ -15,8 +15,11 @@ func TestMounts(t *testing.T) {
 		"cfg":   "/var/lib/crib-agent/pods/u/volumes/cfg",
 		"host":  "/srv",
 		"empty": "",
+		"img":   "", // the runtime mounts an image volume
 	}
+	imageVolumes := map[string]string{"img": "sha256:0123"}
 	podVolumes := []corev1.Volume{
+		{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "example.com/data:1"}}},
 		{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
 		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv"}}},
@@ -133,6 +136,29 @@ func TestMounts(t *testing.T) {
 			class: errdefs.ErrInvalidArgument, msg: []string{"recursiveReadOnly"},
 		},
 		{
+			name: "image volume: read-only, the subPath left to the runtime",
+			mounts: []corev1.VolumeMount{
+				{Name: "img", MountPath: "/img"},
+				{Name: "img", MountPath: "/sub", SubPath: "usr/share", ReadOnly: true},
+				{Name: "data", MountPath: "/data"},
+			},
+			want: []*runtimeapi.Mount{
+				{ContainerPath: "/img", Image: &runtimeapi.ImageSpec{Image: "sha256:0123"}, Readonly: true},
+				{ContainerPath: "/sub", Image: &runtimeapi.ImageSpec{Image: "sha256:0123"}, ImageSubPath: "usr/share", Readonly: true},
+				{ContainerPath: "/data", HostPath: volumes["data"], Propagation: private},
+			},
+		},
+		{
+			name:   "image volume subPath stepping out",
+			mounts: []corev1.VolumeMount{{Name: "img", MountPath: "/img", SubPath: "../etc"}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"volumeMounts[0] (img)", "'..'"},
+		},
+		{
+			name:   "image volume with propagation",
+			mounts: []corev1.VolumeMount{{Name: "img", MountPath: "/img", MountPropagation: mode(corev1.MountPropagationHostToContainer)}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"volumeMounts[0] (img)", "private"},
+		},
+		{
 			name:     "termination message file last",
 			mounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 			termHost: "/var/lib/crib-agent/pods/u/containers/app/abcd",
@@ -155,6 +181,7 @@ func TestMounts(t *testing.T) {
 			})
 			cfg, err := ContainerConfig(testInput(pod, func(in *ContainerInput) {
 				in.Volumes = volumes
+				in.ImageVolumes = imageVolumes
 				in.TerminationMessageHostPath = tt.termHost
 				in.SubPaths = tt.subPaths
 			}), Options{})
@@ -194,6 +221,14 @@ func TestSubPaths(t *testing.T) {
 			want: map[int]string{1: "a/b", 2: "logs/web"},
 		},
 		{
+			name: "image volumes are left to the runtime",
+			mounts: []corev1.VolumeMount{
+				{Name: "img", MountPath: "/i", SubPath: "a"},
+				{Name: "data", MountPath: "/e", SubPath: "a/b"},
+			},
+			want: map[int]string{1: "a/b"},
+		},
+		{
 			name:   "unset variable",
 			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPathExpr: "$(NOPE)"}},
 			class:  errdefs.ErrInvalidArgument, msg: []string{`container "app"`, "volumeMounts[0] (data)", "NOPE"},
@@ -217,7 +252,9 @@ func TestSubPaths(t *testing.T) {
 				c.VolumeMounts = tt.mounts
 				c.Env = tt.env
 			})
-			got, err := SubPaths(testInput(pod), Options{})
+			got, err := SubPaths(testInput(pod, func(in *ContainerInput) {
+				in.ImageVolumes = map[string]string{"img": "sha256:0123"}
+			}), Options{})
 			checkErr(t, err, tt.class, tt.msg...)
 			if err != nil {
 				return

@@ -105,6 +105,11 @@ type ContainerInput struct {
 	// path is never joined from the volume's path here, since a symlink a
 	// container planted in the volume would lead the runtime anywhere.
 	SubPaths map[int]string
+	// ImageVolumes maps the name of each image volume of the pod to the
+	// image the runtime mounts for it (the id the agent pulled or found).
+	// Its volumeMounts become CRI mounts of the image, their subPath the
+	// mount's image_sub_path, which the runtime resolves inside the image.
+	ImageVolumes map[string]string
 	// ConfigMaps and Secrets are the objects the pod may refer to, keyed
 	// "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap

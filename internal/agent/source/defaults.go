@@ -186,6 +186,10 @@ func defaultVolume(v *corev1.Volume) {
 		if v.Projected.DefaultMode == nil {
 			v.Projected.DefaultMode = ptr(DefaultVolumeMode)
 		}
+	case v.Image != nil:
+		if v.Image.PullPolicy == "" {
+			v.Image.PullPolicy = pullPolicy(v.Image.Reference)
+		}
 	}
 }
 

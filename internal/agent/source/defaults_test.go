@@ -46,6 +46,8 @@ spec:
     - {name: cfg, mountPath: /cfg}
     - {name: sec, mountPath: /sec}
     - {name: plain, mountPath: /plain}
+    - {name: tools, mountPath: /tools, subPath: bin}
+    - {name: latest, mountPath: /latest}
   - name: side
     image: busybox:latest
     imagePullPolicy: Never
@@ -60,6 +62,10 @@ spec:
   - name: sec
     secret: {secretName: sec, defaultMode: 0400}
   - name: plain
+  - name: tools
+    image: {reference: registry.local:5000/tools:1.0}
+  - name: latest
+    image: {reference: registry.local:5000/tools}
 status:
   phase: Running
   podIP: 10.0.0.9
@@ -124,6 +130,7 @@ status:
 					{Name: "data", MountPath: "/data"}, {Name: "host", MountPath: "/host"},
 					{Name: "cfg", MountPath: "/cfg"}, {Name: "sec", MountPath: "/sec"},
 					{Name: "plain", MountPath: "/plain"},
+					{Name: "tools", MountPath: "/tools", SubPath: "bin"}, {Name: "latest", MountPath: "/latest"},
 				},
 				ImagePullPolicy:          corev1.PullIfNotPresent,
 				TerminationMessagePath:   "/dev/termination-log",
@@ -144,6 +151,10 @@ status:
 				{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: "sec", DefaultMode: ptr(int32(0o400))}}},
 				{Name: "plain", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "tools", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+					Reference: "registry.local:5000/tools:1.0", PullPolicy: corev1.PullIfNotPresent}}},
+				{Name: "latest", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+					Reference: "registry.local:5000/tools", PullPolicy: corev1.PullAlways}}},
 			},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},

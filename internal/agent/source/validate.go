@@ -93,6 +93,9 @@ func validateVolumes(vols []corev1.Volume, p *field.Path) (map[string]bool, []er
 		if v.Secret != nil && v.Secret.SecretName == "" {
 			errs = append(errs, required(p.Index(i).Child("secret", "secretName")))
 		}
+		if v.Image != nil && strings.TrimSpace(v.Image.Reference) == "" {
+			errs = append(errs, required(p.Index(i).Child("image", "reference")))
+		}
 	}
 	return names, errs
 }

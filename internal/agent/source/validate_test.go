@@ -57,6 +57,12 @@ func TestValidatePod(t *testing.T) {
 		{"hostPath without path", func(p *corev1.Pod) {
 			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{}}
 		}, []string{"spec.volumes[0].hostPath.path: required value"}},
+		{"image volume without reference", func(p *corev1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{}}
+		}, []string{"spec.volumes[0].image.reference: required value"}},
+		{"image volume", func(p *corev1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}}
+		}, nil},
 		{"probe without handler", func(p *corev1.Pod) { p.Spec.Containers[0].LivenessProbe.TCPSocket = nil }, []string{"spec.containers[0].livenessProbe: must specify a handler type"}},
 		{"probe with two handlers", func(p *corev1.Pod) {
 			p.Spec.Containers[0].LivenessProbe.Exec = &corev1.ExecAction{Command: []string{"true"}}

@@ -52,7 +52,8 @@ func New(cfg Config, log *slog.Logger) *Manager {
 }
 
 // Prepare makes every volume of pod exist on the host and returns, for each
-// volume name, the host path the runtime should bind-mount. configMaps and
+// volume name, the host path the runtime should bind-mount ("" for an image
+// volume, which the runtime mounts). configMaps and
 // secrets are keyed by "namespace/name". It is called on every sync and is
 // idempotent; it refreshes configMap, secret and downwardAPI content when the
 // data changed. On error no map is returned; the error names every volume
@@ -132,6 +133,10 @@ func (p *preparer) prepare(v *corev1.Volume) (string, error) {
 		return p.prepareDownwardAPI(v.Name, s.DownwardAPI)
 	case s.Projected != nil:
 		return p.prepareProjected(v.Name, s.Projected)
+	case s.Image != nil:
+		// The runtime mounts the image itself (a CRI mount with an image):
+		// nothing is made on the host, and there is no host path.
+		return "", nil
 	}
 	kind := sourceKind(s)
 	if kind == "" {
