@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crib-dev/crib/internal/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -43,8 +44,9 @@ type Options struct {
 	// instead of crib's default; "{{.Bridge}}", "{{.Subnet}}" and
 	// "{{.DataDir}}" in it are replaced by the daemon's own.
 	CNIConfList string
-	// ExtraConfig is TOML appended to the daemon's configuration, e.g. a
-	// table of its own ("[metrics]\naddress = ...").
+	// ExtraConfig is TOML merged over the daemon's configuration, as a
+	// drop-in (90-test.toml in config.DropInDir): top-level keys and tables
+	// alike.
 	ExtraConfig string
 }
 
@@ -132,8 +134,11 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	if level == "" {
 		level = "debug"
 	}
-	if err := os.WriteFile(d.Config, append(d.configTOML(level, registries), "\n"+opts.ExtraConfig...), 0o644); err != nil {
+	if err := os.WriteFile(d.Config, d.configTOML(level, registries), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if opts.ExtraConfig != "" {
+		WriteTree(t, config.DropInDir(d.Config), map[string]string{"90-test.toml": opts.ExtraConfig})
 	}
 	if opts.CNIConfList != "" {
 		conf := strings.NewReplacer("{{.Bridge}}", d.Bridge, "{{.Subnet}}", d.Subnet,
