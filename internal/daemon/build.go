@@ -87,6 +87,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 		return nil, err
 	}
 	d.opened.add("network watch", func() error { stopWatch(); return nil })
+	d.network = pods
 	return pods, nil
 }
 
