@@ -74,12 +74,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 		ConfDir:    d.cfg.Network.ConfDir,
 		PluginDirs: d.cfg.Network.PluginDirs,
 		CacheDir:   filepath.Join(d.cfg.Root, "cni", "cache"),
-		Defaults: network.Defaults{
-			Name:        d.cfg.Network.Name,
-			Bridge:      d.cfg.Network.Bridge,
-			Subnet:      d.cfg.Network.Subnet,
-			IPAMDataDir: filepath.Join(d.cfg.Root, "cni", "networks"),
-		},
+		Defaults:   networkDefaults(d.cfg),
 	}, d.log)
 	watch, stopWatch := context.WithCancel(context.Background())
 	if err := pods.Start(watch); err != nil {
