@@ -97,7 +97,7 @@ func daemonCmd(args []string, stderr io.Writer) int {
 		defer func() { _ = notify.send("READY=1") }()
 		cfg, err := loadConfig(fs, *cfgPath, overrides)
 		if err == nil {
-			err = d.Reload(cfg, &level)
+			err = d.Reload(ctx, cfg, &level)
 		}
 		if err != nil {
 			log.Error("configuration not reloaded; the one in force stays", "err", err)

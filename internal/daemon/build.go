@@ -24,7 +24,7 @@ import (
 // build makes every part in dependency order, recording in d.opened how
 // to close what it opens.
 func (d *Daemon) build(ctx context.Context) error {
-	runtimes, handlers, err := d.runtimes(ctx)
+	runtimes, handlers, err := d.runtimes(ctx, d.cfg)
 	if err != nil {
 		return err
 	}

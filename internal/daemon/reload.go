@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,25 +22,32 @@ type reloadPlan struct {
 	// Restart are the changed keys that take effect only when crib
 	// restarts.
 	Restart []string
-}
-
-// liveKey reports whether a running daemon applies a change of key: the
-// log level and the registry settings (read at each pull). Everything
-// else, including tables added later, needs a restart until taught here.
-func liveKey(key toml.Key) bool {
-	switch key[0] {
-	case "log_level", "registries":
-		return true
-	}
-	return false
+	// Handlers are the runtime handlers among Live: added, changed or
+	// removed.
+	Handlers []string
 }
 
 // planReload compares the configuration in force with a new one and sorts
-// each changed key into what applies live and what needs a restart.
-func planReload(old, new config.Config) reloadPlan {
+// each changed key into what applies live and what needs a restart. Live
+// are the log level, the registry settings (read at each pull) and the
+// runtime handlers that no sandbox or container uses (inUse) and that are
+// not the default one, before or after. Everything else, including tables
+// added later, needs a restart until taught here.
+func planReload(old, new config.Config, inUse map[string]bool) reloadPlan {
 	var p reloadPlan
 	for _, key := range changedKeys(nil, reflect.ValueOf(old), reflect.ValueOf(new)) {
-		if liveKey(key) {
+		live := false
+		switch key[0] {
+		case "log_level", "registries":
+			live = true
+		case "runtimes":
+			h := key[1]
+			live = !inUse[h] && h != old.DefaultRuntime && h != new.DefaultRuntime
+			if live && !slices.Contains(p.Handlers, h) {
+				p.Handlers = append(p.Handlers, h)
+			}
+		}
+		if live {
 			p.Live = append(p.Live, key.String())
 		} else {
 			p.Restart = append(p.Restart, key.String())
@@ -99,33 +108,79 @@ func appendKey(prefix toml.Key, name string) toml.Key {
 }
 
 // Reload applies a new configuration to the running daemon: what can
-// change live (the log level, through level, the LevelVar of the daemon's
-// logger, when not nil; registry mirrors and settings for the pulls that
-// start next) is applied and logged; each changed key that needs a restart
-// is logged, one line each, and stays as it was. The CNI configuration
-// directory is read again in any case. An invalid cfg changes nothing.
-func (d *Daemon) Reload(cfg config.Config, level *slog.LevelVar) error {
+// change live (see planReload; the log level through level, the LevelVar
+// of the daemon's logger, when not nil) is applied and logged; each
+// changed key that needs a restart is logged, one line each, and stays as
+// it was. The CNI configuration directory is read again in any case. An
+// invalid cfg changes nothing. ctx bounds asking new runtimes what they
+// support.
+func (d *Daemon) Reload(ctx context.Context, cfg config.Config, level *slog.LevelVar) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	plan := planReload(d.cfg, cfg)
+	plan := planReload(d.cfg, cfg, d.handlersInUse())
+	if len(plan.Handlers) > 0 {
+		if err := d.reloadRuntimes(ctx, cfg, plan.Handlers); err != nil {
+			return err
+		}
+	}
 	for _, key := range plan.Restart {
 		d.log.Warn("configuration change needs a restart of crib; not applied", "key", key)
 	}
-	if len(plan.Live) > 0 {
-		if level != nil {
-			var l slog.Level
-			if err := l.UnmarshalText([]byte(cfg.LogLevel)); err == nil {
-				level.Set(l)
-			}
+	if level != nil {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(cfg.LogLevel)); err == nil {
+			level.Set(l)
 		}
-		d.images.SetRegistries(registries(cfg.Registries))
-		d.cfg.LogLevel = cfg.LogLevel
-		d.cfg.Registries = cfg.Registries
 	}
+	d.images.SetRegistries(registries(cfg.Registries))
+	d.cfg.LogLevel = cfg.LogLevel
+	d.cfg.Registries = cfg.Registries
 	d.network.Reload()
 	d.log.Info("configuration reloaded", "applied", plan.Live, "needs_restart", plan.Restart)
+	return nil
+}
+
+// handlersInUse names the runtime handlers of every sandbox and container,
+// the default one as itself.
+func (d *Daemon) handlersInUse() map[string]bool {
+	inUse := map[string]bool{}
+	mark := func(h string) {
+		if h == "" {
+			h = d.cfg.DefaultRuntime
+		}
+		inUse[h] = true
+	}
+	for _, sb := range d.sandboxes.List() {
+		mark(sb.RuntimeHandler)
+	}
+	for _, c := range d.containers.List() {
+		mark(c.RuntimeHandler)
+	}
+	return inUse
+}
+
+// reloadRuntimes takes the settings of handlers from cfg, resolves the
+// runtimes again and hands them to the container manager and the CRI
+// server; the other handlers keep theirs.
+func (d *Daemon) reloadRuntimes(ctx context.Context, cfg config.Config, handlers []string) error {
+	next := d.cfg
+	next.Runtimes = maps.Clone(d.cfg.Runtimes)
+	for _, h := range handlers {
+		if rc, ok := cfg.Runtimes[h]; ok {
+			next.Runtimes[h] = rc
+		} else {
+			delete(next.Runtimes, h)
+		}
+	}
+	runtimes, offered, err := d.runtimes(ctx, next)
+	if err != nil {
+		return fmt.Errorf("runtime handlers: %w", err)
+	}
+	d.containers.SetRuntimes(runtimes, rroHandlers(offered))
+	d.server.SetHandlers(offered)
+	d.cfg.Runtimes = next.Runtimes
 	return nil
 }

@@ -16,7 +16,9 @@ func TestPlanReload(t *testing.T) {
 		name          string
 		change        func(*config.Config)
 		before        func(*config.Config) // applied to the old config too
+		inUse         []string             // runtime handlers in use
 		live, restart []string
+		handlers      []string
 	}{
 		{name: "nothing changed", change: func(*config.Config) {}},
 		{
@@ -54,11 +56,37 @@ func TestPlanReload(t *testing.T) {
 			restart: []string{"root", "image_pull_progress_timeout", "network.subnet", "streaming.address"},
 		},
 		{
-			name: "a runtime's path and a new runtime",
+			name: "the default runtime's path, and a new runtime",
 			change: func(c *config.Config) {
 				c.Runtimes = map[string]config.Runtime{"runc": {Path: "/opt/runc"}, "crun": {Path: "crun"}, "youki": {Path: "youki"}}
 			},
-			restart: []string{"runtimes.runc.path", "runtimes.youki"},
+			live:     []string{"runtimes.youki"},
+			restart:  []string{"runtimes.runc.path"},
+			handlers: []string{"youki"},
+		},
+		{
+			name:   "a runtime nothing uses changed, another removed",
+			before: func(c *config.Config) { c.Runtimes["youki"] = config.Runtime{Path: "youki"} },
+			change: func(c *config.Config) {
+				c.Runtimes["crun"] = config.Runtime{Path: "/opt/crun", Root: "/run/crun"}
+				delete(c.Runtimes, "youki")
+			},
+			live:     []string{"runtimes.crun.path", "runtimes.crun.root", "runtimes.youki"},
+			handlers: []string{"crun", "youki"},
+		},
+		{
+			name:    "a runtime in use changed",
+			inUse:   []string{"crun"},
+			change:  func(c *config.Config) { c.Runtimes["crun"] = config.Runtime{Path: "/opt/crun"} },
+			restart: []string{"runtimes.crun.path"},
+		},
+		{
+			name: "the default runtime switched, and the new default changed",
+			change: func(c *config.Config) {
+				c.DefaultRuntime = "crun"
+				c.Runtimes["crun"] = config.Runtime{Path: "/opt/crun"}
+			},
+			restart: []string{"default_runtime", "runtimes.crun.path"},
 		},
 		{
 			name:    "an array replaced whole",
@@ -87,9 +115,14 @@ func TestPlanReload(t *testing.T) {
 				tt.before(&new)
 			}
 			tt.change(&new)
-			got := planReload(old, new)
-			if !slices.Equal(got.Live, tt.live) || !slices.Equal(got.Restart, tt.restart) {
-				t.Errorf("planReload = live %q, restart %q; want live %q, restart %q", got.Live, got.Restart, tt.live, tt.restart)
+			inUse := map[string]bool{}
+			for _, h := range tt.inUse {
+				inUse[h] = true
+			}
+			got := planReload(old, new, inUse)
+			if !slices.Equal(got.Live, tt.live) || !slices.Equal(got.Restart, tt.restart) || !slices.Equal(got.Handlers, tt.handlers) {
+				t.Errorf("planReload = live %q, restart %q, handlers %q; want live %q, restart %q, handlers %q",
+					got.Live, got.Restart, got.Handlers, tt.live, tt.restart, tt.handlers)
 			}
 		})
 	}

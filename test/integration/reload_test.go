@@ -57,13 +57,21 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if err := pull(); err == nil {
 		t.Fatalf("pull %s succeeded before the mirror was configured", ref)
 	}
+	altPod := e.podConfig("reload-alt")
+	runAlt := func() (string, error) {
+		resp, err := e.rt().RunPodSandbox(e.ctx(), &runtimeapi.RunPodSandboxRequest{Config: altPod, RuntimeHandler: "reload-alt"})
+		return resp.GetPodSandboxId(), err
+	}
+	if _, err := runAlt(); err == nil {
+		t.Fatal("a pod ran with the runtime handler reload-alt before it was configured")
+	}
 
 	dropIns := config.DropInDir(e.d.Config)
 	if err := os.MkdirAll(dropIns, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	mirror := filepath.Join(dropIns, "50-mirror.toml")
-	writeFile(t, mirror, fmt.Sprintf("shm_size = 1234567\n\n[registries.\"mirror-only.invalid\"]\nmirrors = [%q]\n", reg.URL))
+	writeFile(t, mirror, fmt.Sprintf("shm_size = 1234567\n\n[registries.\"mirror-only.invalid\"]\nmirrors = [%q]\n\n[runtimes.reload-alt]\npath = \"runc\"\n", reg.URL))
 	reload := func(n int) {
 		t.Helper()
 		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
@@ -78,6 +86,13 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if err := pull(); err != nil {
 		t.Fatalf("pull %s through the reloaded mirror: %v", ref, err)
 	}
+	// A runtime handler nothing used is added live.
+	altID, err := runAlt()
+	if err != nil {
+		t.Fatalf("RunPodSandbox with the reloaded runtime handler reload-alt: %v", err)
+	}
+	alt := e.run(altID, altPod, e.ctrConfig("alt", "sleep", "3600"))
+	e.waitState(alt, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 	log := e.d.ReadLog()
 	if !strings.Contains(log, "configuration change needs a restart of crib; not applied") || !strings.Contains(log, "key=shm_size") {
 		t.Errorf("the changed shm_size is not logged as needing a restart; daemon log:\n%s", log)
