@@ -120,12 +120,16 @@ func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	// ctx ends on a signal; run also ends when Run fails, so that no
+	// reload overlaps the shutdown.
+	run, endRun := context.WithCancel(ctx)
+	defer endRun()
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		select {
 		case <-d.Ready(): // restored and serving
-		case <-ctx.Done():
+		case <-run.Done():
 			return
 		}
 		if err := notify.send("READY=1"); err != nil {
@@ -135,18 +139,18 @@ func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Lo
 			select {
 			case <-hup:
 				reload(d)
-			case <-ctx.Done():
+			case <-run.Done():
 				return
 			}
 		}
 	}()
-	runErr := d.Run(ctx)
+	runErr := d.Run(run)
+	endRun()
+	<-served
 	_ = notify.send("STOPPING=1")
 	// ctx is done by now, or Run failed: the graceful stop gets a time of
 	// its own.
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), daemon.ShutdownGrace)
 	defer cancel()
-	err = errors.Join(runErr, d.Shutdown(shutdownCtx))
-	<-served
-	return err
+	return errors.Join(runErr, d.Shutdown(shutdownCtx))
 }
