@@ -29,7 +29,16 @@ fail() {
 	[ -f /var/lib/crib-install/manifest ] && "$repo/scripts/install.sh" uninstall >/dev/null 2>&1
 	exit 1
 }
-cri() { crictl --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" --timeout 60s "$@"; }
+cat > "$work/crictl.yaml" <<EOF
+runtime-endpoint: unix://$sock
+image-endpoint: unix://$sock
+timeout: 60
+EOF
+cri() { crictl --config "$work/crictl.yaml" "$@"; }
+# has PATTERN TEXT: grep on a string, not a pipe (with pipefail, a grep -q that ends early fails the
+# pipe's writer with SIGPIPE).
+has() { grep -q -- "$1" <<< "$2"; }
+journal() { journalctl -u crib.service --no-pager; }
 # until SECONDS CMD...: runs CMD every half second until it succeeds, at most SECONDS.
 until_ok() {
 	local deadline=$((SECONDS + $1))
@@ -56,10 +65,11 @@ step "systemctl start crib"
 # Type=notify: start returns once crib said READY=1.
 systemctl start crib.service || fail "systemctl start crib failed"
 [ "$(systemctl is-active crib.service)" = active ] || fail "crib.service is $(systemctl is-active crib.service) after start"
-cri version | grep -q 'RuntimeName: *crib' || fail "crictl version does not answer from crib"
+out=$(cri version 2>&1) || fail "crictl version: $out"
+has 'RuntimeName: *crib' "$out" || fail "crictl version does not answer from crib: $out"
 
 step "run a pod and a container"
-crib image load "$tarball" >/dev/null || fail "crib image load $tarball"
+/usr/local/bin/crib image load "$tarball" >/dev/null || fail "crib image load $tarball"
 cat > "$work/pod.json" <<EOF
 {"metadata": {"name": "install-test", "namespace": "default", "uid": "install-test-uid"},
  "log_directory": "/var/log/pods/install-test", "linux": {}}
@@ -71,7 +81,7 @@ EOF
 pod=$(cri runp "$work/pod.json") || fail "crictl runp"
 ctr=$(cri create "$pod" "$work/ctr.json" "$work/pod.json") || fail "crictl create"
 cri start "$ctr" >/dev/null || fail "crictl start"
-until_ok 30 sh -c "[ \"\$(crictl --runtime-endpoint unix://$sock inspect -o go-template --template '{{.status.state}}' $ctr)\" = CONTAINER_RUNNING ]" ||
+until_ok 30 sh -c "[ \"\$(crictl --config $work/crictl.yaml inspect -o go-template --template '{{.status.state}}' $ctr)\" = CONTAINER_RUNNING ]" ||
 	fail "container $ctr is $(ctr_state "$ctr"), not running"
 pid=$(ctr_pid "$ctr")
 crib_pid=$(mainpid)
@@ -79,7 +89,7 @@ crib_pid=$(mainpid)
 
 step "systemctl reload crib with a new mirror"
 curl -fs http://127.0.0.1:5000/v2/ >/dev/null || fail "the loopback registry (guest.sh) does not answer on 127.0.0.1:5000"
-if timeout 60 crictl --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" pull "$mirror_ref" >/dev/null 2>&1; then
+if timeout 60 crictl --config "$work/crictl.yaml" pull "$mirror_ref" >/dev/null 2>&1; then
 	fail "pull of $mirror_ref succeeded before its mirror was configured"
 fi
 mkdir -p "$(dirname "$dropin")"
@@ -91,10 +101,10 @@ mirrors = ["http://127.0.0.1:5000"]
 EOF
 systemctl reload crib.service || fail "systemctl reload crib failed"
 # The reload is asynchronous (ExecReload sends SIGHUP): wait for crib to log it.
-until_ok 30 sh -c 'journalctl -u crib.service --no-pager | grep -q "configuration reloaded"' ||
+until_ok 30 sh -c 'journalctl -u crib.service --no-pager | grep "configuration reloaded"' ||
 	fail "crib did not log a reload"
 cri pull "$mirror_ref" >/dev/null || fail "pull of $mirror_ref through the reloaded mirror failed"
-journalctl -u crib.service --no-pager | grep -q 'needs a restart.*key=shm_size' ||
+has 'needs a restart.*key=shm_size' "$(journal)" ||
 	fail "the changed shm_size is not logged as needing a restart"
 [ "$(mainpid)" = "$crib_pid" ] || fail "crib's pid changed on reload: $crib_pid -> $(mainpid)"
 [ "$(ctr_state "$ctr")" = CONTAINER_RUNNING ] || fail "container $ctr is $(ctr_state "$ctr") after the reload"
@@ -107,7 +117,7 @@ until_ok 60 sh -c "p=\$(systemctl show -p MainPID --value crib.service); [ \"\$p
 [ "$(ctr_state "$ctr")" = CONTAINER_RUNNING ] || fail "container $ctr is $(ctr_state "$ctr") after crib's restart"
 [ "$(ctr_pid "$ctr")" = "$pid" ] || fail "container $ctr's pid changed over crib's restart: $pid -> $(ctr_pid "$ctr")"
 kill -0 "$pid" || fail "the container's process $pid is gone"
-cri ps -q | grep -q "^$ctr" || fail "crictl ps does not list $ctr"
+has "^$ctr" "$(cri ps -q)" || fail "crictl ps does not list $ctr"
 
 step "stop the pod, uninstall"
 cri stopp "$pod" >/dev/null || fail "crictl stopp"
