@@ -19,7 +19,8 @@ dropin=/etc/crib/crib.d/50-install-test.toml
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-step() { echo "install-test: $*"; }
+# Each step says when it began, in seconds from the start.
+step() { echo "install-test: [${SECONDS}s] $*"; }
 fail() {
 	echo "install-test: FAIL: $*" >&2
 	journalctl -u crib.service --no-pager -n 40 >&2 || true
@@ -87,11 +88,12 @@ pid=$(ctr_pid "$ctr")
 crib_pid=$(mainpid)
 [ "${pid:-0}" -gt 0 ] || fail "container $ctr has no pid"
 
-step "systemctl reload crib with a new mirror"
+step "a pull needs a mirror"
 curl -fs http://127.0.0.1:5000/v2/ >/dev/null || fail "the loopback registry (guest.sh) does not answer on 127.0.0.1:5000"
 if timeout 60 crictl --config "$work/crictl.yaml" pull "$mirror_ref" >/dev/null 2>&1; then
 	fail "pull of $mirror_ref succeeded before its mirror was configured"
 fi
+step "systemctl reload crib with the mirror in a drop-in"
 mkdir -p "$(dirname "$dropin")"
 cat > "$dropin" <<'EOF'
 shm_size = 33554432
@@ -103,6 +105,7 @@ systemctl reload crib.service || fail "systemctl reload crib failed"
 # The reload is asynchronous (ExecReload sends SIGHUP): wait for crib to log it.
 until_ok 30 sh -c 'journalctl -u crib.service --no-pager | grep "configuration reloaded"' ||
 	fail "crib did not log a reload"
+step "pull through the mirror"
 cri pull "$mirror_ref" >/dev/null || fail "pull of $mirror_ref through the reloaded mirror failed"
 has 'needs a restart.*key=shm_size' "$(journal)" ||
 	fail "the changed shm_size is not logged as needing a restart"
