@@ -50,8 +50,8 @@ until_ok() {
 	done
 }
 mainpid() { systemctl show -p MainPID --value crib.service; }
-ctr_pid() { cri inspect -o go-template --template '{{.info.pid}}' "$1"; }
-ctr_state() { cri inspect -o go-template --template '{{.status.state}}' "$1"; }
+# ctr_status ID: "STATE PID" of a container, in one crictl call (each costs seconds emulated).
+ctr_status() { cri inspect -o go-template --template '{{.status.state}} {{.info.pid}}' "$1"; }
 
 command -v crictl >/dev/null || fail "no crictl on PATH"
 
@@ -83,8 +83,8 @@ pod=$(cri runp "$work/pod.json") || fail "crictl runp"
 ctr=$(cri create "$pod" "$work/ctr.json" "$work/pod.json") || fail "crictl create"
 cri start "$ctr" >/dev/null || fail "crictl start"
 until_ok 30 sh -c "[ \"\$(crictl --config $work/crictl.yaml inspect -o go-template --template '{{.status.state}}' $ctr)\" = CONTAINER_RUNNING ]" ||
-	fail "container $ctr is $(ctr_state "$ctr"), not running"
-pid=$(ctr_pid "$ctr")
+	fail "container $ctr is not running: $(ctr_status "$ctr")"
+pid=$(ctr_status "$ctr" | cut -d' ' -f2)
 crib_pid=$(mainpid)
 [ "${pid:-0}" -gt 0 ] || fail "container $ctr has no pid"
 
@@ -110,15 +110,15 @@ cri pull "$mirror_ref" >/dev/null || fail "pull of $mirror_ref through the reloa
 has 'needs a restart.*key=shm_size' "$(journal)" ||
 	fail "the changed shm_size is not logged as needing a restart"
 [ "$(mainpid)" = "$crib_pid" ] || fail "crib's pid changed on reload: $crib_pid -> $(mainpid)"
-[ "$(ctr_state "$ctr")" = CONTAINER_RUNNING ] || fail "container $ctr is $(ctr_state "$ctr") after the reload"
-[ "$(ctr_pid "$ctr")" = "$pid" ] || fail "container $ctr's pid changed on reload: $pid -> $(ctr_pid "$ctr")"
+st=$(ctr_status "$ctr")
+[ "$st" = "CONTAINER_RUNNING $pid" ] || fail "container $ctr was CONTAINER_RUNNING $pid, is $st after the reload"
 
 step "kill -9 crib: systemd restarts it and it adopts the container"
 kill -9 "$crib_pid"
 until_ok 60 sh -c "p=\$(systemctl show -p MainPID --value crib.service); [ \"\$p\" != 0 ] && [ \"\$p\" != $crib_pid ] && [ \"\$(systemctl is-active crib.service)\" = active ]" ||
 	fail "systemd did not restart crib after kill -9 (MainPID $(mainpid), $(systemctl is-active crib.service))"
-[ "$(ctr_state "$ctr")" = CONTAINER_RUNNING ] || fail "container $ctr is $(ctr_state "$ctr") after crib's restart"
-[ "$(ctr_pid "$ctr")" = "$pid" ] || fail "container $ctr's pid changed over crib's restart: $pid -> $(ctr_pid "$ctr")"
+st=$(ctr_status "$ctr")
+[ "$st" = "CONTAINER_RUNNING $pid" ] || fail "container $ctr was CONTAINER_RUNNING $pid, is $st after crib's restart"
 kill -0 "$pid" || fail "the container's process $pid is gone"
 has "^$ctr" "$(cri ps -q)" || fail "crictl ps does not list $ctr"
 
