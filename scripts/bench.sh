@@ -8,9 +8,12 @@
 # running), and a pod manifest appearing in `crib agent`'s directory to its
 # container running vs the bare CRI start of the same pod
 # (BenchmarkAgentPodStart: host network, CNI bridge, and the agent fed the
-# snapshot directly). Run as root after scripts/test.sh has installed the
+# snapshot directly), and ListContainers vs StreamContainers over 1,000
+# containers (median and p99 of each; then the 50 pods' teardown wall
+# time). Run as root after scripts/test.sh has installed the
 # tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -S /run/cri-conformance/ctrd16/containerd.sock ] || ../shared/conformance/containerd-up.sh >/dev/null
 go test -run '^$' -bench 'PodStart|AgentPodStart|PullImage' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
+go test -run '^$' -bench 'ListContainers' -benchtime "${LIST_BENCHTIME:-100x}" -count "${COUNT:-1}" ./test/bench/

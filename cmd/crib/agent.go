@@ -145,6 +145,7 @@ func agentCmd(args []string, stderr io.Writer) int {
 	}
 	setup.agent.ManifestDir = *manifests
 	setup.agent.Runtime, setup.agent.Images = rc.Runtime, rc.Images
+	setup.agent.PullProgress = rc.PullProgress
 	if err := agent.New(setup.agent).Run(ctx); err != nil {
 		setup.log.Error("crib agent stopped", "err", err)
 		return 1

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	internalapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 
+	"github.com/crib-dev/crib/internal/agent"
+	"github.com/crib-dev/crib/internal/api"
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/daemon"
 )
@@ -25,6 +28,9 @@ const criTimeout = 4 * time.Minute
 type runtimeClient struct {
 	Runtime internalapi.RuntimeService
 	Images  internalapi.ImageManagerService
+	// PullProgress asks crib's local API about pulls in flight; nil when
+	// the runtime is not known to be crib (--runtime-endpoint).
+	PullProgress agent.PullProgress
 	// Done is closed when an in-process runtime has stopped; Err then says
 	// why.
 	Done <-chan struct{}
@@ -42,6 +48,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 		// rather than fight it for its state.
 		log.Info("using the crib daemon already running", "socket", cfg.Socket)
 		endpoint = cfg.Socket
+		rc.PullProgress = cribPullProgress{client: api.NewClient(filepath.Join(cfg.State, api.SocketName))}
 	}
 	if endpoint != "" {
 		close(done) // no runtime of ours to wait for
@@ -69,6 +76,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 			return nil, ctx.Err()
 		}
 		endpoint = "unix://" + cfg.Socket
+		rc.PullProgress = cribPullProgress{client: api.NewClient(filepath.Join(cfg.State, api.SocketName))}
 	}
 	if !strings.Contains(endpoint, "://") {
 		endpoint = "unix://" + endpoint

@@ -20,6 +20,7 @@ const imageUsage = `usage: crib image COMMAND [flags] ...
 Commands:
   load FILE                               load an OCI layout or docker-archive tarball
   pull REF                                pull an image from its registry
+  pulls [--layers]                        list the pulls in flight (the kubelet's too), with progress
   ls                                      list images
   inspect REF                             show an image as JSON
   rm REF...                               remove images (or names of images)
@@ -56,6 +57,7 @@ func imageSubs() map[string]imageSub {
 	return map[string]imageSub{
 		"load":    {usage: "load [--root DIR] FILE", args: 1, direct: true, flags: noFlags(imageLoad)},
 		"pull":    {usage: "pull REF", args: 1, flags: noFlags(imagePull)},
+		"pulls":   {usage: "pulls [--layers]", args: 0, flags: pullsFlags},
 		"ls":      {usage: "ls [--root DIR]", args: 0, direct: true, flags: noFlags(imageList)},
 		"inspect": {usage: "inspect [--root DIR] REF", args: 1, direct: true, flags: noFlags(imageInspect)},
 		"rm":      {usage: "rm REF...", args: -1, flags: noFlags(imageRemove)},

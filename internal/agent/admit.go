@@ -3,12 +3,15 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/crib-dev/crib/internal/agent/kuberuntime"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
 )
 
 // rejection is why a pod was not admitted to this node, in the kubelet's
@@ -21,31 +24,99 @@ type rejection struct {
 // admit decides, once per pod version, whether this node can run the pod
 // beside the pods already admitted: the kubelet's resource fit (requests
 // against the node's CPUs and memory) and host port checks. The decision
-// sticks until the manifest changes.
-func (a *Agent) admit(pod *corev1.Pod) *rejection {
+// sticks until the manifest changes. It returns the version of the pod to
+// run: pod itself, or while a resize of it is pending, the version the
+// node last allocated.
+//
+// A version that changes only containers' resources (a resize) is never
+// rejected: the pod keeps running as allocated, and the resize waits,
+// Infeasible when the pod alone would not fit the node, Deferred when it
+// does not fit beside the others; a Deferred one is tried again at every
+// sync, as the kubelet does.
+func (a *Agent) admit(pod *corev1.Pod) (*corev1.Pod, *rejection) {
 	uid := string(pod.UID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	rec := a.recordOf(uid)
 	if rec.rejected != nil {
-		return rec.rejected
+		return nil, rec.rejected
 	}
-	if rec.admitted {
-		return nil
+	pending := rec.resizePending
+	if rec.admitted && (pending == nil || pending.Reason != corev1.PodReasonDeferred) {
+		if pending != nil {
+			return rec.allocated, nil
+		}
+		return pod, nil
 	}
 	var others []*corev1.Pod
 	for id, other := range a.pods {
 		if id != uid && other.admitted && other.wanted() {
-			others = append(others, other.spec)
+			others = append(others, other.allocatedOr())
 		}
 	}
-	r := fits(pod, others, a.cfg.PodConfig.NodeMilliCPU, a.cfg.PodConfig.NodeMemoryBytes)
-	if r != nil {
+	milliCPU, memory := a.cfg.PodConfig.NodeMilliCPU, a.cfg.PodConfig.NodeMemoryBytes
+	if rec.allocated != nil && onlyResized(rec.allocated, pod) {
+		if r := resizeFits(pod, others, milliCPU, memory); r != nil {
+			if pending == nil || *pending != *r {
+				a.log.Info("pod resize pending", "pod", podKey(pod), "reason", r.Reason, "message", r.Message)
+			}
+			rec.admitted, rec.resizePending = true, r
+			return rec.allocated, nil
+		}
+	} else if r := fits(pod, others, milliCPU, memory); r != nil {
 		rec.rejected = r
 		a.log.Warn("pod rejected", "pod", podKey(pod), "reason", r.Reason, "message", r.Message)
-		return r
+		return nil, r
 	}
-	rec.admitted = true
+	rec.admitted, rec.allocated, rec.resizePending = true, pod, nil
+	return pod, nil
+}
+
+// allocatedOr is what the node counts for the pod: the version it
+// allocated, or its spec when it has none yet.
+func (r *podRecord) allocatedOr() *corev1.Pod {
+	if r.allocated != nil {
+		return r.allocated
+	}
+	return r.spec
+}
+
+// onlyResized reports whether pod differs from allocated at most in the
+// resources of its app containers and sidecars, without changing its QoS
+// class: what the kubelet's resize accepts.
+func onlyResized(allocated, pod *corev1.Pod) bool {
+	if len(allocated.Spec.Containers) != len(pod.Spec.Containers) ||
+		len(allocated.Spec.InitContainers) != len(pod.Spec.InitContainers) ||
+		podconfig.QOSClass(allocated) != podconfig.QOSClass(pod) {
+		return false
+	}
+	withOld := pod.DeepCopy()
+	for i := range withOld.Spec.Containers {
+		withOld.Spec.Containers[i].Resources = allocated.Spec.Containers[i].Resources
+	}
+	for i := range withOld.Spec.InitContainers {
+		if c := &withOld.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			c.Resources = allocated.Spec.InitContainers[i].Resources
+		}
+	}
+	return podEqual(withOld, allocated)
+}
+
+// resizeFits checks a resized pod's requests as the kubelet checks a
+// resize: Infeasible when they exceed the node's capacity on their own,
+// Deferred when they do not fit beside the admitted pods, nil when they
+// fit.
+func resizeFits(pod *corev1.Pod, admitted []*corev1.Pod, milliCPU, memory int64) *rejection {
+	wantCPU, wantMem := podRequests(pod)
+	if milliCPU > 0 && wantCPU > milliCPU {
+		return &rejection{corev1.PodReasonInfeasible, fmt.Sprintf("Node didn't have enough capacity: cpu, requested: %d, capacity: %d", wantCPU, milliCPU)}
+	}
+	if memory > 0 && wantMem > memory {
+		return &rejection{corev1.PodReasonInfeasible, fmt.Sprintf("Node didn't have enough capacity: memory, requested: %d, capacity: %d", wantMem, memory)}
+	}
+	if r := fits(pod, admitted, milliCPU, memory); r != nil {
+		return &rejection{corev1.PodReasonDeferred, strings.TrimPrefix(r.Message, "Pod was rejected: ")}
+	}
 	return nil
 }
 
@@ -58,6 +129,9 @@ func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberunti
 	a.probes.RemovePod(string(pod.UID))
 	st := a.computeStatus(pod, pr.Observed, "", false)
 	st.Phase, st.Reason, st.Message = corev1.PodFailed, r.Reason, r.Message
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress // a failed pod resizes nothing
+	})
 	a.storeStatus(pod, st)
 	return 0
 }

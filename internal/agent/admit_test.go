@@ -64,3 +64,86 @@ func TestFits(t *testing.T) {
 		t.Errorf("unknown capacity rejected a pod: %v", r)
 	}
 }
+
+func TestOnlyResized(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	base := func() *corev1.Pod {
+		p := podWith("a", "500m", "64Mi", 0, "100m")
+		p.Spec.Containers[0].Resources.Limits = p.Spec.Containers[0].Resources.Requests.DeepCopy()
+		return p
+	}
+	tests := []struct {
+		name string
+		edit func(p *corev1.Pod)
+		want bool
+	}{
+		{"same pod", func(*corev1.Pod) {}, true},
+		{"app container's memory", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+		}, true},
+		{"a regular init container's resources", func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+		}, false},
+		{"another field too", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1")
+			p.Spec.Containers[0].Image = "other"
+		}, false},
+		{"one more container", func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d"}) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base()
+			tt.edit(p)
+			if got := onlyResized(base(), p); got != tt.want {
+				t.Errorf("onlyResized = %t, want %t", got, tt.want)
+			}
+		})
+	}
+	t.Run("QoS class changes (Guaranteed to Burstable)", func(t *testing.T) {
+		old := podWith("a", "500m", "64Mi", 0)
+		old.Spec.Containers[0].Resources.Limits = old.Spec.Containers[0].Resources.Requests.DeepCopy()
+		p := old.DeepCopy()
+		p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+		if onlyResized(old, p) {
+			t.Error("a change of QoS class counts as a resize")
+		}
+	})
+	t.Run("a sidecar's resources", func(t *testing.T) {
+		old := base()
+		old.Spec.InitContainers[0].RestartPolicy = &always
+		p := old.DeepCopy()
+		p.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+		if !onlyResized(old, p) {
+			t.Error("a sidecar's resize is not a resize")
+		}
+	})
+}
+
+func TestResizeFits(t *testing.T) {
+	const cpu, mem = 2000, 1 << 30
+	others := []*corev1.Pod{podWith("b", "1", "512Mi", 0)}
+	tests := []struct {
+		name, cpu, mem  string
+		reason, message string
+	}{
+		{"fits", "500m", "256Mi", "", ""},
+		{"more memory than the node", "500m", "2Gi", corev1.PodReasonInfeasible, "Node didn't have enough capacity: memory, requested: 2147483648, capacity: 1073741824"},
+		{"more cpu than the node", "3", "", corev1.PodReasonInfeasible, "cpu, requested: 3000, capacity: 2000"},
+		{"not beside the others", "500m", "600Mi", corev1.PodReasonDeferred, "Node didn't have enough resource: memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := resizeFits(podWith("a", tt.cpu, tt.mem, 0), others, cpu, mem)
+			switch {
+			case tt.reason == "" && r != nil:
+				t.Fatalf("pending: %s: %s", r.Reason, r.Message)
+			case tt.reason != "" && r == nil:
+				t.Fatalf("fits, want %s", tt.reason)
+			case r != nil && (r.Reason != tt.reason || !strings.Contains(r.Message, tt.message)):
+				t.Errorf("= %s: %q, want %s containing %q", r.Reason, r.Message, tt.reason, tt.message)
+			}
+		})
+	}
+}

@@ -48,6 +48,10 @@ type Config struct {
 
 	Runtime internalapi.RuntimeService
 	Images  internalapi.ImageManagerService
+	// PullProgress, when set, tells how far the runtime got with a pull,
+	// which the CRI cannot: a pod waiting for its image then shows the
+	// percent. Nil shows no percent.
+	PullProgress PullProgress
 
 	RelistInterval       time.Duration // 1s
 	ResyncInterval       time.Duration // 10s
@@ -182,6 +186,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		PodConfig:    a.cfg.PodConfig,
 		CrashBackoff: a.crashBackoff,
 		PullBackoff:  a.pullBackoff,
+		Pulling:      a.watchPull,
 		Log:          a.log,
 	})
 

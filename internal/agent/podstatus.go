@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"os"
 	"time"
 
@@ -18,14 +19,28 @@ const maxMessageBytes = 4096
 // it, and from its record: when it was first seen, why its containers
 // wait, and whether a new version makes it start over.
 func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool) corev1.PodStatus {
+	return a.computeStatusWaiting(pod, obs, sandboxError, terminating, nil)
+}
+
+// computeStatusWaiting is computeStatus with more reasons containers wait,
+// by name, over those of the record (which it leaves as they are).
+func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool, more map[string]status.Waiting) corev1.PodStatus {
 	var previous *corev1.PodStatus
 	if p, ok := a.store.Get(pod.UID); ok {
 		previous = &p.Status
 	}
 	var startTime time.Time
 	var waiting map[string]status.Waiting
+	var allocated *corev1.Pod
+	var pending *status.ResizePending
+	var resizeError string
 	a.withRecord(string(pod.UID), func(rec *podRecord) {
-		startTime, waiting = rec.firstSeen, rec.waiting
+		startTime, waiting, resizeError = rec.firstSeen, rec.waiting, rec.resizeError
+		if r := rec.resizePending; r != nil {
+			// Until the resize is allocated, the containers are to run as
+			// the node last allocated them.
+			allocated, pending = rec.allocated, &status.ResizePending{Reason: r.Reason, Message: r.Message}
+		}
 		if rec.fresh {
 			// A new version of the pod: its status starts over, so that a
 			// terminal phase of the old one does not stick.
@@ -33,6 +48,13 @@ func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError s
 			rec.fresh = false
 		}
 	})
+	if len(more) > 0 {
+		waiting = maps.Clone(waiting)
+		if waiting == nil {
+			waiting = map[string]status.Waiting{}
+		}
+		maps.Copy(waiting, more)
+	}
 	return status.Compute(status.Facts{
 		Pod:          pod,
 		Observed:     obs,
@@ -46,6 +68,10 @@ func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError s
 		Now:          a.cfg.Clock.Now(),
 		StartTime:    startTime,
 		HostIP:       firstOrEmpty(a.cfg.PodConfig.HostIPs),
+
+		Allocated:     allocated,
+		ResizePending: pending,
+		ResizeError:   resizeError,
 	})
 }
 

@@ -66,6 +66,15 @@ type podRecord struct {
 	// version; neither is set until the first sync decides.
 	admitted bool
 	rejected *rejection
+	// allocated is the version of the pod whose resources the node last
+	// admitted, which its containers run with; nil until the first
+	// admission. It differs from spec only while a resize (a change to
+	// containers' resources alone) is pending: resizePending says why
+	// (Infeasible or Deferred, the kubelet's PodResizePending reasons).
+	allocated     *corev1.Pod
+	resizePending *rejection
+	// resizeError is why the last sync's resize in place failed, if it did.
+	resizeError string
 	// evicted says why the pod was evicted: it stays down until its
 	// manifest changes.
 	evicted string
@@ -118,10 +127,12 @@ func (r *podRecord) unwant() {
 	r.forgetAdmission()
 }
 
-// forgetAdmission makes the next sync decide about the pod afresh.
+// forgetAdmission makes the next sync decide about the pod afresh. What
+// was allocated stays: a resize is decided against it.
 func (r *podRecord) forgetAdmission() {
 	r.admitted = false
 	r.rejected = nil
+	r.resizePending = nil
 }
 
 // terminated records a completed teardown: nothing of the pod is left to
@@ -134,4 +145,5 @@ func (r *podRecord) terminated() {
 	r.startMeasured = false
 	r.evicted = ""
 	r.forgetAdmission()
+	r.allocated = nil
 }

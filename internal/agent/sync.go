@@ -57,7 +57,8 @@ func (a *Agent) runPod(ctx context.Context, pod *corev1.Pod, data kuberuntime.Da
 	if msg := a.evictionOf(uid); msg != "" {
 		return a.keepEvicted(ctx, pod, msg, pr)
 	}
-	if r := a.admit(pod); r != nil {
+	run, r := a.admit(pod)
+	if r != nil {
 		return a.keepRejected(ctx, pod, pr, r)
 	}
 
@@ -65,16 +66,21 @@ func (a *Agent) runPod(ctx context.Context, pod *corev1.Pod, data kuberuntime.Da
 	if err != nil {
 		a.log.Warn("collect garbage", "pod", podKey(pod), "err", err)
 	}
-	res := a.rt.SyncPod(ctx, pod, obs, data)
-	a.withRecord(uid, func(rec *podRecord) { rec.waiting = res.Waiting.Apply(rec.waiting) })
+	// run is the pod as allocated: while a resize of it is pending, its
+	// containers keep the resources they have.
+	res := a.rt.SyncPod(ctx, run, obs, data)
+	a.withRecord(uid, func(rec *podRecord) {
+		rec.waiting = res.Waiting.Apply(rec.waiting)
+		rec.resizeError = res.ResizeError
+	})
 	if res.Err != nil {
 		a.logSyncError(pod, res.Err)
 	}
 
-	if after, err := a.observe(ctx, uid, pr); err == nil {
+	if after, err := a.observe(ctx, uid, pr.Forget(res.Resized)); err == nil {
 		obs = after.Observed
 	}
-	a.syncProbes(pod, obs)
+	a.syncProbes(run, obs)
 	a.storeStatus(pod, a.computeStatus(pod, obs, res.SandboxError, false))
 	return a.requeueAfter(res.Err)
 }

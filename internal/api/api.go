@@ -24,6 +24,7 @@ type Images interface {
 	Remove(ctx context.Context, ref string) error
 	PruneImages(ctx context.Context) (image.PruneReport, error)
 	Save(ctx context.Context, ref, format string, w io.Writer) error
+	Pulls() []image.PullStatus
 }
 
 // Handler serves the API.
@@ -39,6 +40,7 @@ func Handler(images Images, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST /v1/images/pull", h.pull)
 	mux.HandleFunc("DELETE /v1/images/{ref...}", h.remove)
 	mux.HandleFunc("POST /v1/images/prune", h.prune)
+	mux.HandleFunc("GET /v1/pulls", h.pulls)
 	return mux
 }
 

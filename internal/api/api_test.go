@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
@@ -31,6 +32,7 @@ type fakeStore struct {
 	pullAuth image.Auth
 	removed  []string
 	saved    string // format of the last save
+	inFlight []image.PullStatus
 }
 
 func newFakeStore() *fakeStore {
@@ -115,6 +117,12 @@ func (f *fakeStore) Save(_ context.Context, ref, format string, w io.Writer) err
 	f.saved = format
 	_, err := io.WriteString(w, "tar of "+ref)
 	return err
+}
+
+func (f *fakeStore) Pulls() []image.PullStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight
 }
 
 func serve(t *testing.T, s Images) string {
@@ -305,5 +313,42 @@ func TestPull(t *testing.T) {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusBadRequest {
 		t.Errorf("PullImage(\"\") = %v, want status 400", err)
+	}
+}
+
+func TestListPulls(t *testing.T) {
+	f := newFakeStore()
+	c := NewClient(serve(t, f))
+	got, err := c.ListPulls(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || len(got) != 0 {
+		t.Errorf("no pull in flight listed as %#v, want an empty list", got)
+	}
+
+	started := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
+	f.mu.Lock()
+	f.inFlight = []image.PullStatus{
+		{Ref: "docker.io/library/nginx:1.27", Started: started, Waiters: 2, Layers: []image.Progress{
+			{Layer: "sha256:l1", Done: 100, Total: 100},
+			{Layer: "sha256:l2", Done: 25, Total: 300},
+		}},
+		{Ref: "registry.k8s.io/pause:3.10", Started: started.Add(time.Second), Waiters: 1},
+	}
+	f.mu.Unlock()
+	got, err = c.ListPulls(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PullInfo{
+		{Ref: "docker.io/library/nginx:1.27", Started: started, Waiters: 2, Done: 125, Total: 400, Layers: []LayerProgress{
+			{Digest: "sha256:l1", Done: 100, Total: 100},
+			{Digest: "sha256:l2", Done: 25, Total: 300},
+		}},
+		{Ref: "registry.k8s.io/pause:3.10", Started: started.Add(time.Second), Waiters: 1, Layers: []LayerProgress{}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pulls (-want +got):\n%s", diff)
 	}
 }

@@ -157,6 +157,13 @@ func (c *Client) SaveImage(ctx context.Context, ref, format string, w io.Writer)
 	return nil
 }
 
+// ListPulls returns the pulls in flight in the daemon, oldest first.
+func (c *Client) ListPulls(ctx context.Context) ([]PullInfo, error) {
+	var out []PullInfo
+	err := c.getJSON(ctx, "list pulls", http.MethodGet, "http://crib/v1/pulls", nil, &out)
+	return out, err
+}
+
 // PullImage has the daemon pull ref with auth (nil: anonymous), calling
 // progress (when not nil) for every progress line, and returns the image
 // id.

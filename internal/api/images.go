@@ -119,6 +119,15 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 	ev.finish(PullEvent{ID: img.ID})
 }
 
+func (h *handler) pulls(w http.ResponseWriter, _ *http.Request) {
+	ps := h.images.Pulls()
+	out := make([]PullInfo, len(ps))
+	for i, p := range ps {
+		out[i] = NewPullInfo(p)
+	}
+	writeJSON(w, out)
+}
+
 // eventWriter writes a pull's JSON lines, one writer at a time, throttling
 // each layer's progress reports and dropping repeats.
 type eventWriter struct {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/crib-dev/crib/internal/image"
@@ -56,6 +58,38 @@ type PullEvent struct {
 	Total int64  `json:"total,omitempty"`
 	ID    string `json:"id,omitempty"`
 	Error string `json:"error,omitempty"`
+}
+
+// PullInfo is one pull in flight as GET /v1/pulls shows it: pulls the
+// CRI's PullImage started as well as the API's own.
+type PullInfo struct {
+	// Ref is the normalized reference being pulled.
+	Ref     string    `json:"ref"`
+	Started time.Time `json:"started"`
+	// Waiters counts the callers sharing the pull.
+	Waiters int `json:"waiters"`
+	// Done and Total sum the layers' bytes; Total counts every layer of
+	// the manifest once it is read (0 before).
+	Done   int64           `json:"done"`
+	Total  int64           `json:"total"`
+	Layers []LayerProgress `json:"layers"`
+}
+
+// LayerProgress is one layer blob of a pull in flight.
+type LayerProgress struct {
+	Digest string `json:"digest"`
+	Done   int64  `json:"done"`
+	Total  int64  `json:"total"`
+}
+
+// NewPullInfo describes a pull in flight.
+func NewPullInfo(p image.PullStatus) PullInfo {
+	info := PullInfo{Ref: p.Ref, Started: p.Started, Waiters: p.Waiters, Layers: make([]LayerProgress, len(p.Layers))}
+	info.Done, info.Total = p.Bytes()
+	for i, l := range p.Layers {
+		info.Layers[i] = LayerProgress{Digest: l.Layer, Done: l.Done, Total: l.Total}
+	}
+	return info
 }
 
 // PruneResult is the reply of POST /v1/images/prune.

@@ -59,6 +59,27 @@ type Config struct {
 
 	// Streaming configures the server behind Exec, Attach and PortForward.
 	Streaming Streaming `toml:"streaming"`
+
+	// Metrics configures the Prometheus endpoint.
+	Metrics Metrics `toml:"metrics"`
+
+	// CDI configures Container Device Interface devices.
+	CDI CDI `toml:"cdi"`
+}
+
+// CDI configures where CDI device specs are read from.
+type CDI struct {
+	// SpecDirs hold CDI spec files (*.json, *.yaml); a device named in
+	// more than one is taken from the later directory. Empty, no CDI
+	// device can be resolved.
+	SpecDirs []string `toml:"spec_dirs"`
+}
+
+// Metrics configures the HTTP server of the runtime's Prometheus metrics.
+type Metrics struct {
+	// Address is the host:port /metrics is served on ("127.0.0.1:9123");
+	// empty, the default, serves no metrics.
+	Address string `toml:"address"`
 }
 
 // Streaming configures the streaming server.
@@ -125,6 +146,7 @@ func Default() Config {
 			Subnet:     "10.88.0.0/16",
 		},
 		Streaming: Streaming{Address: "127.0.0.1:0"},
+		CDI:       CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
 	}
 }
 

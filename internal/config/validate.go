@@ -76,6 +76,19 @@ func (c Config) Validate() error {
 	if err := validateAddress(c.Streaming.Address); err != nil {
 		bad(err, "streaming", "address")
 	}
+	if c.Metrics.Address != "" {
+		if err := validateAddress(c.Metrics.Address); err != nil {
+			bad(err, "metrics", "address")
+		}
+	}
+	for i, dir := range c.CDI.SpecDirs {
+		switch {
+		case !filepath.IsAbs(dir):
+			bad(fmt.Errorf("entry %d, %q, is not an absolute path", i, dir), "cdi", "spec_dirs")
+		case slices.Contains(c.CDI.SpecDirs[:i], dir):
+			bad(fmt.Errorf("entry %d, %q, is listed twice", i, dir), "cdi", "spec_dirs")
+		}
+	}
 	for _, host := range sortedKeys(c.Registries) {
 		for i, m := range c.Registries[host].Mirrors {
 			if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
@@ -111,6 +112,10 @@ type Config struct {
 	// Events, when set, is told of every container created, started,
 	// stopped (exited) and removed; nil publishes nothing.
 	Events events.Publisher
+	// Tracer, when set, is told of the phases of each container's start.
+	Tracer Tracer
+	// CDI resolves the CDI devices containers ask for; nil resolves none.
+	CDI *cdi.Registry
 }
 
 // Manager runs the containers of one daemon.
@@ -150,6 +155,9 @@ func (e *entry) finish() { e.done.Do(func() { close(e.exited) }) }
 
 // New returns a Manager; it does no I/O until Restore.
 func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog.Logger) *Manager {
+	if cfg.Tracer == nil {
+		cfg.Tracer = noTracer{}
+	}
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
 		names: reserve.New(), byID: map[string]*entry{},

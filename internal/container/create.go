@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
@@ -40,17 +41,25 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	if err != nil {
 		return "", err
 	}
+	// CDI devices are resolved before anything is made: an unknown one
+	// leaves no record behind.
+	devices, err := m.cdiDevices(cfg)
+	if err != nil {
+		return "", err
+	}
+	began := time.Now()
 	img, err := m.images.Resolve(cfg.GetImage().GetImage())
+	m.cfg.Tracer.PodPhase(sb.ID, phaseImageResolve, time.Since(began))
 	if err != nil {
 		return "", fmt.Errorf("resolve image %q: %w", cfg.GetImage().GetImage(), err)
 	}
 	id := ids.New()
 	return m.names.Create(ctx, nameKey(sb.ID, cfg.GetMetadata()), id, func(ctx context.Context) error {
-		return m.create(ctx, id, sb, cfg, img, logFile)
+		return m.create(ctx, id, sb, cfg, img, logFile, devices)
 	})
 }
 
-func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, logFile string) (err error) {
+func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, logFile string, devices *cdi.Devices) (err error) {
 	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
 		return err
 	}
@@ -85,6 +94,8 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return m.db.Delete(recordKind, id)
 	})
 
+	// The spec phase: the rootfs, the OCI spec and the bundle.
+	began := time.Now()
 	rootfs, err := m.mountRootfs(id, img)
 	if err != nil {
 		return err
@@ -119,9 +130,14 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	}
 	spec.Root.Path = rootfs
 	c.User = spec.Process.User
+	// The CDI edits come last: device nodes take the process's user.
+	if err := devices.Apply(spec); err != nil {
+		return err
+	}
 	if err := writeSpec(m.bundle(id), spec); err != nil {
 		return err
 	}
+	m.cfg.Tracer.PodPhase(sb.ID, phaseSpec, time.Since(began))
 	if logFile != "" {
 		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 			return fmt.Errorf("create log dir: %w", err)

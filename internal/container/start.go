@@ -34,10 +34,14 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	// watcher record the exit, before Start returns.
 	started := time.Now()
 	h, err := m.cfg.Monitors.Start(ctx, m.monitorConfig(c, rt))
+	m.cfg.Tracer.PodPhase(c.SandboxID, phaseRuntimeStart, time.Since(started))
 	if err != nil {
 		m.startFailed(ctx, e, rt, err)
-		return fmt.Errorf("start container %s: %w", c.ID, err)
+		err = fmt.Errorf("start container %s: %w", c.ID, err)
+		m.cfg.Tracer.EndPod(c.SandboxID, err)
+		return err
 	}
+	m.cfg.Tracer.EndPod(c.SandboxID, nil)
 	err = m.update(e, func(c *Container) {
 		c.State = Running
 		c.StartedAt = started

@@ -25,3 +25,14 @@ func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainer
 	}
 	return resp, nil
 }
+
+// StreamContainers is ListContainers sent in chunks (KEP-5825).
+func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, stream runtimeapi.RuntimeService_StreamContainersServer) error {
+	list, err := s.ListContainers(stream.Context(), &runtimeapi.ListContainersRequest{Filter: req.GetFilter()})
+	if err != nil {
+		return err
+	}
+	return sendChunks(list.Containers, func(c []*runtimeapi.Container) error {
+		return stream.Send(&runtimeapi.StreamContainersResponse{Containers: c})
+	})
+}

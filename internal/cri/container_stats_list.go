@@ -39,3 +39,14 @@ func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListCon
 	}
 	return resp, nil
 }
+
+// StreamContainerStats is ListContainerStats sent in chunks (KEP-5825).
+func (s *Server) StreamContainerStats(req *runtimeapi.StreamContainerStatsRequest, stream runtimeapi.RuntimeService_StreamContainerStatsServer) error {
+	list, err := s.ListContainerStats(stream.Context(), &runtimeapi.ListContainerStatsRequest{Filter: req.GetFilter()})
+	if err != nil {
+		return err
+	}
+	return sendChunks(list.Stats, func(c []*runtimeapi.ContainerStats) error {
+		return stream.Send(&runtimeapi.StreamContainerStatsResponse{ContainerStats: c})
+	})
+}

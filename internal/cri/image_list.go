@@ -22,3 +22,14 @@ func (s *Server) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest
 	}
 	return resp, nil
 }
+
+// StreamImages is ListImages sent in chunks (KEP-5825).
+func (s *Server) StreamImages(req *runtimeapi.StreamImagesRequest, stream runtimeapi.ImageService_StreamImagesServer) error {
+	list, err := s.ListImages(stream.Context(), &runtimeapi.ListImagesRequest{Filter: req.GetFilter()})
+	if err != nil {
+		return err
+	}
+	return sendChunks(list.Images, func(i []*runtimeapi.Image) error {
+		return stream.Send(&runtimeapi.StreamImagesResponse{Images: i})
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -14,7 +15,8 @@ import (
 )
 
 // Interceptor logs every RPC once (failures at error level, the rest at
-// debug), turns error classes into gRPC codes and panics into Internal.
+// debug) and has it observed, turns error classes into gRPC codes and
+// panics into Internal.
 func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
 	defer func() {
@@ -22,6 +24,7 @@ func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 			s.log.Error("rpc panicked", "rpc", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
 			resp, err = nil, status.Errorf(codes.Internal, "%s: internal error: %v", info.FullMethod, r)
 		}
+		s.observe(info.FullMethod, err, start)
 	}()
 	resp, err = handler(ctx, req)
 	if err != nil {
@@ -43,6 +46,7 @@ func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 			s.log.Error("rpc panicked", "rpc", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
 			err = status.Errorf(codes.Internal, "%s: internal error: %v", info.FullMethod, r)
 		}
+		s.observe(info.FullMethod, err, start)
 	}()
 	if err = handler(srv, ss); err != nil {
 		err = toStatus(err)
@@ -51,6 +55,17 @@ func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 	}
 	s.log.Debug("rpc", "rpc", info.FullMethod, "duration", time.Since(start))
 	return nil
+}
+
+// observe hands an RPC that began at start and ended with err (already
+// given its gRPC code) to the observer: by method name without its
+// service ("RunPodSandbox"), which is unique across the CRI's two
+// services.
+func (s *Server) observe(fullMethod string, err error, start time.Time) {
+	if s.rpcs == nil {
+		return
+	}
+	s.rpcs.ObserveRPC(fullMethod[strings.LastIndexByte(fullMethod, '/')+1:], status.Code(err).String(), time.Since(start))
 }
 
 // codeTable maps error classes to gRPC codes, first match wins.

@@ -27,3 +27,14 @@ func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandbo
 	}
 	return resp, nil
 }
+
+// StreamPodSandboxes is ListPodSandbox sent in chunks (KEP-5825).
+func (s *Server) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, stream runtimeapi.RuntimeService_StreamPodSandboxesServer) error {
+	list, err := s.ListPodSandbox(stream.Context(), &runtimeapi.ListPodSandboxRequest{Filter: req.GetFilter()})
+	if err != nil {
+		return err
+	}
+	return sendChunks(list.Items, func(p []*runtimeapi.PodSandbox) error {
+		return stream.Send(&runtimeapi.StreamPodSandboxesResponse{PodSandboxes: p})
+	})
+}

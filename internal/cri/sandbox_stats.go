@@ -13,8 +13,7 @@ import (
 )
 
 // PodSandboxStats reports a ready pod's CPU, memory and process count from
-// its cgroup, and its containers' stats. Network usage is left out: crib
-// has no pod networking to count yet.
+// its cgroup, its interfaces' traffic, and its containers' stats.
 func (s *Server) PodSandboxStats(ctx context.Context, req *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
 	sb, err := s.sandboxes.Get(req.GetPodSandboxId())
 	if err != nil {
@@ -43,7 +42,7 @@ func (s *Server) containersBySandbox() map[string][]container.Container {
 // sandboxStats describes sb and its containers ctrs with their usage u;
 // figures u lacks are left out.
 func sandboxStats(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) *runtimeapi.PodSandboxStats {
-	linux := &runtimeapi.LinuxPodSandboxStats{}
+	linux := &runtimeapi.LinuxPodSandboxStats{Network: networkUsage(u.Network)}
 	if cg := u.Cgroup; cg != nil {
 		linux.Cpu = cpuUsage(cg)
 		linux.Memory = memoryUsage(cg.Sample)

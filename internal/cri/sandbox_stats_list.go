@@ -36,3 +36,14 @@ func (s *Server) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListPo
 	}
 	return resp, nil
 }
+
+// StreamPodSandboxStats is ListPodSandboxStats sent in chunks (KEP-5825).
+func (s *Server) StreamPodSandboxStats(req *runtimeapi.StreamPodSandboxStatsRequest, stream runtimeapi.RuntimeService_StreamPodSandboxStatsServer) error {
+	list, err := s.ListPodSandboxStats(stream.Context(), &runtimeapi.ListPodSandboxStatsRequest{Filter: req.GetFilter()})
+	if err != nil {
+		return err
+	}
+	return sendChunks(list.Stats, func(p []*runtimeapi.PodSandboxStats) error {
+		return stream.Send(&runtimeapi.StreamPodSandboxStatsResponse{PodSandboxStats: p})
+	})
+}

@@ -3,6 +3,7 @@ package cri
 import (
 	"log/slog"
 	"sync"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -71,7 +72,14 @@ type Config struct {
 	// Events carries the managers' lifecycle events to
 	// GetContainerEvents; nil makes that RPC Unimplemented.
 	Events *events.Broadcaster[events.Event]
-	Log    *slog.Logger
+	// RPCs, when set, is told the duration and code of every RPC.
+	RPCs RPCObserver
+	Log  *slog.Logger
+}
+
+// RPCObserver records RPCs, e.g. as metrics. It must not block.
+type RPCObserver interface {
+	ObserveRPC(method, code string, d time.Duration)
 }
 
 // Server implements the CRI services. RPCs crib does not implement yet
@@ -90,6 +98,7 @@ type Server struct {
 	network    Network
 	streams    Streams
 	usage      *usage.Service
+	rpcs       RPCObserver
 	log        *slog.Logger
 	// events is where the managers' lifecycle events arrive, nil when
 	// the runtime offers none; pods is what GetContainerEvents describes
@@ -109,6 +118,7 @@ func New(cfg Config) *Server {
 		streams:    cfg.Streams,
 		usage:      cfg.Usage,
 		events:     cfg.Events,
+		rpcs:       cfg.RPCs,
 		pods:       podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
 		log:        cfg.Log,
 	}

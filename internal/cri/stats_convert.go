@@ -76,3 +76,26 @@ func processUsage(smp stats.Sample) *runtimeapi.ProcessUsage {
 		ProcessCount: &runtimeapi.UInt64Value{Value: smp.Pids.Current},
 	}
 }
+
+// networkUsage reports a pod's interfaces, eth0 (the CNI's interface) as
+// the default one, or the first when there is no eth0; nil stays nil.
+func networkUsage(n *stats.Network) *runtimeapi.NetworkUsage {
+	if n == nil || len(n.Interfaces) == 0 {
+		return nil
+	}
+	u := &runtimeapi.NetworkUsage{Timestamp: n.Time.UnixNano()}
+	for _, i := range n.Interfaces {
+		iu := &runtimeapi.NetworkInterfaceUsage{
+			Name:     i.Name,
+			RxBytes:  &runtimeapi.UInt64Value{Value: i.RxBytes},
+			RxErrors: &runtimeapi.UInt64Value{Value: i.RxErrors},
+			TxBytes:  &runtimeapi.UInt64Value{Value: i.TxBytes},
+			TxErrors: &runtimeapi.UInt64Value{Value: i.TxErrors},
+		}
+		if i.Name == "eth0" || u.DefaultInterface == nil {
+			u.DefaultInterface = iu
+		}
+		u.Interfaces = append(u.Interfaces, iu)
+	}
+	return u
+}

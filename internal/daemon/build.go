@@ -7,6 +7,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 
+	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/events"
@@ -46,6 +47,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.streams, err = d.listenStreaming(); err != nil {
 		return err
 	}
+	if err := d.listenMetrics(); err != nil {
+		return err
+	}
 	d.server = cri.New(cri.Config{
 		Info: cri.Info{
 			Version:      Version,
@@ -62,6 +66,7 @@ func (d *Daemon) build(ctx context.Context) error {
 			Systemd: d.cfg.CgroupDriver == "systemd",
 		}}, d.containers, d.sandboxes, d.images),
 		Events: d.events,
+		RPCs:   d.metrics,
 		Log:    d.log,
 	})
 	return nil
@@ -75,6 +80,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 		PluginDirs: d.cfg.Network.PluginDirs,
 		CacheDir:   filepath.Join(d.cfg.Root, "cni", "cache"),
 		Defaults:   networkDefaults(d.cfg),
+		Observer:   d.metrics,
 	}, d.log)
 	watch, stopWatch := context.WithCancel(context.Background())
 	if err := pods.Start(watch); err != nil {
@@ -105,6 +111,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		CgroupParent: d.cfg.CgroupParent,
 		Systemd:      sd,
 		Events:       d.events,
+		Tracer:       d.metrics,
 	}, db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
@@ -122,6 +129,8 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		HostCaps:          hostCaps,
 		Hugetlb:           hasController("hugetlb"),
 		Events:            d.events,
+		Tracer:            d.metrics,
+		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/metrics"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/sandbox"
@@ -48,6 +49,10 @@ type Daemon struct {
 	// events carries the managers' lifecycle events to the CRI's
 	// GetContainerEvents streams.
 	events *events.Broadcaster[events.Event]
+	// metrics are kept always (the pod start trace is logged from them);
+	// metricsSrv serves them when the configuration asks for it.
+	metrics    *metrics.Metrics
+	metricsSrv *metrics.Server
 	// opened closes what New opened, newest first.
 	opened closers
 
@@ -77,7 +82,7 @@ func New(ctx context.Context, cfg config.Config, self string, log *slog.Logger) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, self: self, ready: make(chan struct{})}
+	d := &Daemon{cfg: cfg, log: log, self: self, ready: make(chan struct{}), metrics: metrics.New(log)}
 	if err := d.build(ctx); err != nil {
 		if cerr := d.opened.closeAll(); cerr != nil {
 			log.Warn("close what a failed start opened", "err", cerr)

@@ -39,6 +39,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.monitors.Warm()
 	d.serveStreaming()
+	d.serveMetrics()
 	return d.serve(ctx)
 }
 

@@ -27,6 +27,7 @@ func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
 		Registries:          registries(d.cfg.Registries),
 		MaxLayerSize:        d.cfg.MaxLayerSize,
 		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
+		Pulls:               d.metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -19,4 +19,6 @@
 // (Retain/Release), which is how containers keep their layers alive.
 // Concurrent pulls of one reference with one credential share a single
 // pull, which ends early only when every caller waiting for it has gone.
+// That shared pull is the one record of a pull in flight: Pulls lists them
+// with each layer's bytes done and total, whoever started them.
 package image

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"sort"
 	"sync"
+	"time"
 )
 
 // flights lets concurrent pulls of one reference with one credential share
@@ -18,10 +20,15 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// flight is one shared pull.
+// flight is one shared pull, and the store's only record of it: while it
+// is in the map it is in flight, and its layers say how far it got.
 type flight struct {
-	key    string
-	cancel context.CancelFunc
+	key string
+	// ref is the normalized reference pulled; started is when the pull
+	// began.
+	ref     string
+	started time.Time
+	cancel  context.CancelFunc
 	// done is closed once img and err are set.
 	done chan struct{}
 	img  Image
@@ -33,6 +40,13 @@ type flight struct {
 	// asked for progress.
 	subsMu sync.Mutex
 	subs   map[*subscriber]struct{}
+	// progressMu guards layers, the newest report of each layer in the
+	// order they were first reported (index: position by digest). It is
+	// never held while a subscriber runs, so that a slow subscriber does
+	// not hold up Pulls.
+	progressMu sync.Mutex
+	layers     []Progress
+	index      map[string]int
 }
 
 type subscriber struct{ fn func(Progress) }
@@ -44,7 +58,7 @@ type pullFunc func(ctx context.Context, progress func(Progress)) (Image, error)
 // that pull when there is none. progress, when not nil, receives the
 // shared pull's reports from the moment the caller joins. do returns
 // ctx's error as soon as ctx is done.
-func (fs *flights) do(ctx context.Context, key string, progress func(Progress), fn pullFunc) (Image, error) {
+func (fs *flights) do(ctx context.Context, key, ref string, progress func(Progress), fn pullFunc) (Image, error) {
 	if err := ctx.Err(); err != nil {
 		return Image{}, err
 	}
@@ -57,7 +71,10 @@ func (fs *flights) do(ctx context.Context, key string, progress func(Progress), 
 		// Values of the first caller's context (loggers, traces) carry
 		// over; its cancellation and deadline do not.
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		f = &flight{key: key, cancel: cancel, done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+		f = &flight{
+			key: key, ref: ref, started: time.Now(), cancel: cancel, done: make(chan struct{}),
+			subs: map[*subscriber]struct{}{}, index: map[string]int{},
+		}
 		fs.m[key] = f
 		go fs.run(fctx, f, fn)
 	}
@@ -114,13 +131,69 @@ func (fs *flights) leave(f *flight, sub *subscriber) {
 	f.cancel()
 }
 
-// report passes one progress report to every subscribed waiter.
+// report records one progress report and passes it to every subscribed
+// waiter.
 func (f *flight) report(p Progress) {
+	f.progressMu.Lock()
+	if i, ok := f.index[p.Layer]; ok {
+		f.layers[i] = p
+	} else {
+		f.index[p.Layer] = len(f.layers)
+		f.layers = append(f.layers, p)
+	}
+	f.progressMu.Unlock()
 	f.subsMu.Lock()
 	defer f.subsMu.Unlock()
 	for s := range f.subs {
 		s.fn(p)
 	}
+}
+
+// PullStatus is one pull in flight as Pulls shows it.
+type PullStatus struct {
+	// Ref is the normalized reference being pulled.
+	Ref string
+	// Started is when the pull began.
+	Started time.Time
+	// Waiters counts the callers waiting for it (concurrent pulls of one
+	// reference share one pull).
+	Waiters int
+	// Layers are the layer blobs' progress, in manifest order once the
+	// manifest is read; none before.
+	Layers []Progress
+}
+
+// Bytes sums the layers' bytes fetched and their sizes.
+func (p PullStatus) Bytes() (done, total int64) {
+	for _, l := range p.Layers {
+		done += l.Done
+		total += l.Total
+	}
+	return done, total
+}
+
+// snapshot lists the pulls in flight, oldest first.
+func (fs *flights) snapshot() []PullStatus {
+	fs.mu.Lock()
+	out := make([]PullStatus, 0, len(fs.m))
+	flying := make([]*flight, 0, len(fs.m))
+	for _, f := range fs.m {
+		out = append(out, PullStatus{Ref: f.ref, Started: f.started, Waiters: f.waiters})
+		flying = append(flying, f)
+	}
+	fs.mu.Unlock()
+	for i, f := range flying {
+		f.progressMu.Lock()
+		out[i].Layers = append([]Progress(nil), f.layers...)
+		f.progressMu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.Before(out[j].Started)
+		}
+		return out[i].Ref < out[j].Ref
+	})
+	return out
 }
 
 // flightKey is what makes two pulls the same: the normalized reference and

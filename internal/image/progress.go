@@ -23,9 +23,10 @@ type PullOptions struct {
 	Progress func(Progress)
 }
 
-// WithProgress has Pull call fn as layer bytes arrive, and once more with
-// Done == Total for every layer when the pull succeeds (including layers
-// that were already present). fn may be called from several goroutines at
+// WithProgress has Pull call fn for every layer once the manifest is read
+// (Done == Total for a layer already present, 0 otherwise), as layer bytes
+// arrive, and with Done == Total for every other layer when the pull
+// succeeds. fn may be called from several goroutines at
 // once (for different layers) and must not block for long.
 func WithProgress(fn func(Progress)) PullOption {
 	return func(o *PullOptions) { o.Progress = fn }

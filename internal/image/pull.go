@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/opencontainers/go-digest"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/crib-dev/crib/internal/snapshot"
 )
 
 // endpoint is one place to pull a reference from: a mirror or the host.
@@ -46,13 +48,22 @@ func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOpt
 		return Image{}, err
 	}
 	norm := normalize(r)
-	return s.flights.do(ctx, flightKey(norm, auth), o.Progress, func(ctx context.Context, progress func(Progress)) (Image, error) {
+	return s.flights.do(ctx, flightKey(norm, auth), norm, o.Progress, func(ctx context.Context, progress func(Progress)) (Image, error) {
 		return s.pull(ctx, r, norm, auth, progress)
 	})
 }
 
+// Pulls lists the pulls in flight, oldest first, with each layer's
+// progress: pulls of the CRI and of the local API alike, as both go
+// through Pull. A pull leaves the list when it ends, whether it succeeded
+// or failed, or when every caller waiting for it gave up. It does no I/O.
+func (s *Store) Pulls() []PullStatus {
+	return s.flights.snapshot()
+}
+
 // pull is one pull of r, whose normalized name is norm.
-func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, progress func(Progress)) (Image, error) {
+func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, progress func(Progress)) (_ Image, err error) {
+	defer s.recordPull()(&err)
 	eps, err := s.endpoints(r, auth)
 	if err != nil {
 		return Image{}, err
@@ -199,6 +210,11 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 	if err != nil {
 		return Image{}, err
 	}
+	blobs.rec = s.cfg.Pulls
+	var present map[string]bool
+	if progress != nil {
+		present = s.announceLayers(spec.config, m.Layers, progress)
+	}
 	for _, l := range m.Layers {
 		open := blobs.opener(l.Digest)
 		if progress != nil {
@@ -209,10 +225,34 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 	stored, err := s.commit(ctx, spec)
 	if err == nil && progress != nil {
 		for _, l := range m.Layers {
-			progress(Progress{Layer: l.Digest.String(), Done: l.Size, Total: l.Size})
+			if !present[l.Digest.String()] {
+				progress(Progress{Layer: l.Digest.String(), Done: l.Size, Total: l.Size})
+			}
 		}
 	}
 	return stored, err
+}
+
+// announceLayers reports every layer once the manifest is known, so that
+// a pull's total counts layers whose download has not begun: a layer
+// already unpacked as done, any other as not begun. It returns the layers
+// reported done. An undecodable config announces nothing; commit reports
+// that error.
+func (s *Store) announceLayers(rawConfig []byte, layers []imagespec.Descriptor, progress func(Progress)) map[string]bool {
+	var cfg imagespec.Image
+	if json.Unmarshal(rawConfig, &cfg) != nil || len(cfg.RootFS.DiffIDs) != len(layers) {
+		return nil
+	}
+	present := map[string]bool{}
+	for i, id := range snapshot.ChainIDs(cfg.RootFS.DiffIDs) {
+		p := Progress{Layer: layers[i].Digest.String(), Total: layers[i].Size}
+		if s.snaps.Exists(id) {
+			p.Done = p.Total
+			present[p.Layer] = true
+		}
+		progress(p)
+	}
+	return present
 }
 
 // blobFetcher downloads raw blobs; it does not verify them (content does,
@@ -220,6 +260,7 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 type blobFetcher struct {
 	client *http.Client
 	ep     endpoint
+	rec    PullRecorder // counts the bytes downloaded, when set
 }
 
 func newBlobFetcher(ctx context.Context, ep endpoint) (*blobFetcher, error) {
@@ -259,7 +300,7 @@ func (b *blobFetcher) opener(d digest.Digest) func(ctx context.Context) (io.Read
 				resp.Body.Close()
 				return nil, classify(err)
 			}
-			return resp.Body, nil
+			return countBytes(resp.Body, b.rec), nil
 		}
 		return nil, classify(lastErr)
 	}

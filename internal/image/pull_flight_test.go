@@ -289,3 +289,52 @@ func TestFlightKey(t *testing.T) {
 		t.Error("the flight key holds the password in clear")
 	}
 }
+
+func TestPullsShowsAPullInFlight(t *testing.T) {
+	requiresRoot(t)
+	img := testImage(t, "amd64", "inflight")
+	layers := layerDigests(t, img)
+	reg := newGatedRegistry(t, "inflight/app:1", layers)
+	reg.push(t, "inflight/app:1", img)
+	ref := reg.host + "/inflight/app:1"
+	s := openStore(t, t.TempDir(), Config{})
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Pull(context.Background(), ref, Auth{})
+		done <- err
+	}()
+	<-reg.held
+	// Every layer is listed with its size from the manifest on, held
+	// downloads or not.
+	got := s.Pulls()
+	if len(got) != 1 || got[0].Ref != ref || got[0].Waiters != 1 {
+		t.Fatalf("pulls in flight = %+v, want one of %s", got, ref)
+	}
+	var names []string
+	var wantTotal int64
+	for i, l := range got[0].Layers {
+		names = append(names, l.Layer)
+		if l.Total != m.Layers[i].Size || l.Done >= l.Total {
+			t.Errorf("layer %s at %d/%d bytes while held, want 0 <= done < %d", l.Layer, l.Done, l.Total, m.Layers[i].Size)
+		}
+		wantTotal += m.Layers[i].Size
+	}
+	if diff := cmp.Diff(layers, names); diff != "" {
+		t.Errorf("layers listed (-want +got):\n%s", diff)
+	}
+	if _, total := got[0].Bytes(); total != wantTotal {
+		t.Errorf("total %d bytes, want %d", total, wantTotal)
+	}
+	close(reg.open)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Pulls(); len(got) != 0 {
+		t.Errorf("pulls in flight after the pull: %+v", got)
+	}
+}

@@ -42,6 +42,8 @@ type Config struct {
 	// PullProgressTimeout abandons a blob download when no byte arrived
 	// for this long; 0 means DefaultPullProgressTimeout.
 	PullProgressTimeout time.Duration
+	// Pulls, when set, is told of every pull and the bytes it downloads.
+	Pulls PullRecorder
 }
 
 // Registry holds the settings of one registry host.

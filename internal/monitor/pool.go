@@ -63,6 +63,13 @@ func (p *Pool) Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	}
 }
 
+// Idle is the number of monitors waiting for a container.
+func (p *Pool) Idle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
 // Warm starts the pool's idle monitors in the background.
 func (p *Pool) Warm() { p.refill() }
 

@@ -34,6 +34,14 @@ type Config struct {
 	CacheDir string
 	// Defaults is what crib writes when ConfDir has no configuration.
 	Defaults Defaults
+	// Observer, when set, is told how long each ADD and DEL took.
+	Observer Observer
+}
+
+// Observer records CNI operations, e.g. as metrics; op is "add" or
+// "del", err nil when the operation succeeded. It must not block.
+type Observer interface {
+	ObserveCNI(op string, d time.Duration, err error)
 }
 
 // PortMapping publishes a pod port on the host (portmap plugin).
@@ -249,6 +257,7 @@ func (m *Manager) Setup(ctx context.Context, p Pod) ([]net.IP, error) {
 	began := time.Now()
 	res, err := m.cni.AddNetworkList(ctx, list, runtimeConf(p))
 	m.log.Debug("CNI add", "sandbox", p.ID, "network", list.Name, "duration", time.Since(began))
+	m.observe("add", began, err)
 	if err != nil {
 		return nil, fmt.Errorf("set up pod network %s: %w", list.Name, err)
 	}
@@ -280,10 +289,20 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 		// pod could have been attached with.
 		return nil
 	}
-	if err := m.cni.DelNetworkList(ctx, list, runtimeConf(p)); err != nil {
+	began := time.Now()
+	err := m.cni.DelNetworkList(ctx, list, runtimeConf(p))
+	m.observe("del", began, err)
+	if err != nil {
 		return fmt.Errorf("tear down pod network %s: %w", list.Name, err)
 	}
 	return nil
+}
+
+// observe tells the observer, if any, of an operation begun at began.
+func (m *Manager) observe(op string, began time.Time, err error) {
+	if m.cfg.Observer != nil {
+		m.cfg.Observer.ObserveCNI(op, time.Since(began), err)
+	}
 }
 
 // attachedWith is the configuration of the pod's attachment from libcni's

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -88,6 +91,14 @@ func (r *Runtime) Kill(ctx context.Context, id string, sig syscall.Signal, all b
 // container that is still running first. Deleting an unknown container is
 // not an error.
 func (r *Runtime) Delete(ctx context.Context, id string, force bool) error {
+	// runc and crun keep a container's state in <root>/<id>: without it
+	// there is nothing to delete, and a container that was created but never
+	// started (most containers of a pod removed early) costs no runtime exec.
+	if r.Root != "" {
+		if _, err := os.Lstat(filepath.Join(r.Root, id)); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
 	args := []string{"delete"}
 	if force {
 		args = append(args, "--force")

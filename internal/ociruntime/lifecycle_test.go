@@ -208,3 +208,19 @@ func TestErrorsWithLogFile(t *testing.T) {
 		t.Errorf("runtime log holds %q", msg)
 	}
 }
+
+// TestDeleteNeverStartedSkipsRuntime: a container the runtime has no state
+// directory for is deleted without running the runtime at all; one it has
+// goes to the runtime (here /bin/false, so its delete fails).
+func TestDeleteNeverStartedSkipsRuntime(t *testing.T) {
+	r := &ociruntime.Runtime{Binary: "/bin/false", Root: t.TempDir()}
+	if err := r.Delete(context.Background(), "never-started", true); err != nil {
+		t.Errorf("delete of a container the runtime never saw: %v, want nil without running it", err)
+	}
+	if err := os.Mkdir(filepath.Join(r.Root, "known"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Delete(context.Background(), "known", true); err == nil {
+		t.Error("delete of a container with runtime state did not run the runtime (/bin/false would have failed)")
+	}
+}

@@ -45,9 +45,11 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		return err
 	}
 
+	m.cfg.Tracer.BeginPod(id)
 	var rollback undo.Stack
 	defer func() {
 		if err != nil {
+			m.cfg.Tracer.EndPod(id, err)
 			rollback.Run(ctx, m.log)
 		}
 	}()
@@ -94,13 +96,17 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	if !hostIPC {
 		kinds = append(kinds, netns.IPC)
 	}
-	pinned, err := netns.Pin(netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname})
+	var pinned map[netns.Kind]string
+	err = m.timed(id, phaseNamespaces, func() (err error) {
+		pinned, err = netns.Pin(netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname})
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	s.NetNS, s.IPCNS, s.UTSNS = pinned[netns.Net], pinned[netns.IPC], pinned[netns.UTS]
 	if !hostNet {
-		if err := m.attach(ctx, s); err != nil {
+		if err := m.timed(id, phaseCNIAdd, func() error { return m.attach(ctx, s) }); err != nil {
 			return err
 		}
 	}

@@ -99,6 +99,8 @@ type Config struct {
 	// Events, when set, is told of every sandbox made ready (created and
 	// started), stopped and removed; nil publishes nothing.
 	Events events.Publisher
+	// Tracer, when set, is told of the phases of each pod's start.
+	Tracer Tracer
 }
 
 // Network is what the Manager needs of pod networking.
@@ -123,6 +125,9 @@ type Manager struct {
 
 // New returns a Manager; it does no I/O until Restore.
 func New(cfg Config, db *state.DB, net Network, log *slog.Logger) *Manager {
+	if cfg.Tracer == nil {
+		cfg.Tracer = noTracer{}
+	}
 	return &Manager{cfg: cfg, db: db, log: log, network: net, names: reserve.New(), byID: map[string]*Sandbox{}}
 }
 

@@ -71,6 +71,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	m.publish(events.Deleted, s.ID)
 	m.mu.Unlock()
 	m.names.Release(nameKey(s.Config.GetMetadata()), s.ID)
+	m.cfg.Tracer.EndPod(s.ID, errRemovedUnstarted)
 	m.log.Info("sandbox removed", "sandbox", s.ID)
 	return nil
 }

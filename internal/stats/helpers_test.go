@@ -32,14 +32,16 @@ func v1Files(group string, memsw bool) map[string]string {
 		cpu + "/cpuacct.stat":         "user 10\nsystem 2\n",
 		mem + "/memory.stat": "cache 4096\nrss 8192\ninactive_file 100\n" +
 			"total_cache 40960\ntotal_rss 81920\ntotal_inactive_file 10000\n" +
-			"total_pgfault 77\ntotal_pgmajfault 3\n",
-		mem + "/memory.oom_control":        "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
+			"total_mapped_file 512\ntotal_pgfault 77\ntotal_pgmajfault 3\n",
+		mem + "/memory.oom_control":        "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
 		mem + "/memory.usage_in_bytes":     "150000\n",
 		mem + "/memory.max_usage_in_bytes": "200000\n",
-		mem + "/memory.failcnt":            "0\n",
+		mem + "/memory.failcnt":            "6\n",
 		mem + "/memory.limit_in_bytes":     "1048576\n",
 		pids + "/pids.current":             "4\n",
 		pids + "/pids.max":                 "max\n",
+		pids + "/cgroup.procs":             "7\n8\n",
+		pids + "/child/cgroup.procs":       "9\n",
 	}
 	if memsw {
 		files["memory/memory.memsw.usage_in_bytes"] = "0\n"

@@ -16,6 +16,13 @@ type Sample struct {
 	// Swap is nil when the kernel does not account swap for the cgroup.
 	Swap *Swap
 	Pids *Pids
+	// IO is nil where the kernel gives no I/O pressure (cgroup v1, psi=0).
+	IO *IO
+}
+
+// IO is a cgroup's block I/O pressure.
+type IO struct {
+	Pressure *Pressure
 }
 
 // CPU is cumulative CPU time.
@@ -23,8 +30,21 @@ type CPU struct {
 	// UsageNanos is the CPU time used by every task of the cgroup, in
 	// nanoseconds, summed over all cores.
 	UsageNanos uint64
+	// UserNanos and SystemNanos split UsageNanos by mode.
+	UserNanos, SystemNanos uint64
+	// Throttling is nil where the CPU controller's figures are not read
+	// (cgroup v1) or not enabled for the cgroup.
+	Throttling *Throttling
 	// Pressure is nil where the kernel gives no PSI (cgroup v1, psi=0).
 	Pressure *Pressure
+}
+
+// Throttling is the CFS bandwidth control's count of enforcement periods
+// and of the time the cgroup was throttled.
+type Throttling struct {
+	Periods          uint64
+	ThrottledPeriods uint64
+	ThrottledNanos   uint64
 }
 
 // Pressure is a cgroup's pressure stall information for one resource.
@@ -52,6 +72,16 @@ type Memory struct {
 	WorkingSet uint64
 	// RSS is anonymous memory (v1 total_rss, v2 anon).
 	RSS uint64
+	// Cache is the page cache (v1 total_cache, v2 file), MappedFile the
+	// part of it mapped into processes.
+	Cache, MappedFile uint64
+	// MaxUsage is the peak of Usage (v1 max_usage_in_bytes, v2
+	// memory.peak); 0 where the kernel does not keep it.
+	MaxUsage uint64
+	// Failcnt counts the times the limit was hit (v1 failcnt, v2 the max
+	// event); OOMKills the processes the OOM killer killed in the cgroup
+	// (v2 only).
+	Failcnt, OOMKills uint64
 	// PageFaults and MajorPageFaults count faults since the cgroup was made.
 	PageFaults      uint64
 	MajorPageFaults uint64
@@ -90,7 +120,13 @@ func (s Swap) Available() uint64 {
 
 // Pids counts the cgroup's tasks.
 type Pids struct {
+	// Current counts the tasks (threads) of the cgroup and its children.
 	Current uint64
+	// Processes counts the processes of the cgroup and its children.
+	Processes uint64
+	// Limit is pids.max; it means something only when Limited.
+	Limit   uint64
+	Limited bool
 }
 
 // limited reports whether a kernel limit is a real one.

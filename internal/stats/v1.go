@@ -2,8 +2,11 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/errdefs"
@@ -39,11 +42,17 @@ func readV1(root, group string) (Sample, error) {
 		switch sub.Name() {
 		case cgroup1.Cpuacct:
 			if m.CPU != nil && m.CPU.Usage != nil {
-				s.CPU = &CPU{UsageNanos: m.CPU.Usage.Total}
+				u := m.CPU.Usage
+				s.CPU = &CPU{UsageNanos: u.Total, UserNanos: u.User, SystemNanos: u.Kernel}
 			}
 		case cgroup1.Pids:
 			if m.Pids != nil {
-				s.Pids = &Pids{Current: m.Pids.Current}
+				procs, err := countProcesses(filepath.Join(root, "pids", group))
+				if err != nil {
+					return Sample{}, err
+				}
+				// "max" may read as 0 or as a huge number: neither limits.
+				s.Pids = &Pids{Current: m.Pids.Current, Processes: procs, Limit: m.Pids.Limit, Limited: m.Pids.Limit > 0 && limited(m.Pids.Limit)}
 			}
 		case cgroup1.Memory:
 			if m.Memory == nil || m.Memory.Usage == nil {
@@ -54,10 +63,17 @@ func readV1(root, group string) (Sample, error) {
 				Usage:           mem.Usage.Usage,
 				WorkingSet:      workingSet(mem.Usage.Usage, mem.TotalInactiveFile),
 				RSS:             mem.TotalRSS,
+				Cache:           mem.TotalCache,
+				MappedFile:      mem.TotalMappedFile,
+				MaxUsage:        mem.Usage.Max,
+				Failcnt:         mem.Usage.Failcnt,
 				PageFaults:      mem.TotalPgFault,
 				MajorPageFaults: mem.TotalPgMajFault,
 				Limit:           mem.Usage.Limit,
 				Limited:         limited(mem.Usage.Limit),
+			}
+			if s.Memory.OOMKills, err = oomKillsV1(filepath.Join(root, "memory", group)); err != nil {
+				return Sample{}, err
 			}
 			if swapAccounted(root) && mem.Swap != nil {
 				s.Swap = swapV1(mem.Usage.Usage, mem.Usage.Limit, mem.Swap.Usage, mem.Swap.Limit)
@@ -89,4 +105,23 @@ func swapV1(memUsage, memLimit, memswUsage, memswLimit uint64) *Swap {
 		}
 	}
 	return s
+}
+
+// oomKillsV1 reads the oom_kill count of memory.oom_control (kernels
+// before 4.13 have none: 0).
+func oomKillsV1(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
+	if err != nil {
+		return 0, fmt.Errorf("read oom_control: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse oom_control: %w", err)
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
 }

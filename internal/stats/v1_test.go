@@ -22,13 +22,14 @@ func TestReadV1(t *testing.T) {
 			files: v1Files("/crib/pod/ctr", true),
 			path:  "/crib/pod/ctr",
 			want: Sample{
-				CPU: &CPU{UsageNanos: 123456789},
+				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 1048576, Limited: true,
 				},
 				Swap: &Swap{Usage: 10000, Limit: 2097152, Limited: true},
-				Pids: &Pids{Current: 4},
+				Pids: &Pids{Current: 4, Processes: 3},
 			},
 		},
 		{
@@ -36,12 +37,13 @@ func TestReadV1(t *testing.T) {
 			files: v1Files("/crib/pod/ctr", false),
 			path:  "crib/pod/ctr",
 			want: Sample{
-				CPU: &CPU{UsageNanos: 123456789},
+				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 1048576, Limited: true,
 				},
-				Pids: &Pids{Current: 4},
+				Pids: &Pids{Current: 4, Processes: 3},
 			},
 		},
 		{
@@ -53,12 +55,13 @@ func TestReadV1(t *testing.T) {
 			}(),
 			path: "/p/c",
 			want: Sample{
-				CPU: &CPU{UsageNanos: 123456789},
+				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 9223372036854771712,
 				},
-				Pids: &Pids{Current: 4},
+				Pids: &Pids{Current: 4, Processes: 3},
 			},
 		},
 		{
@@ -77,12 +80,13 @@ func TestReadV1(t *testing.T) {
 			systemd: true,
 			path:    "kubepods-pod1.slice:crib:abc",
 			want: Sample{
-				CPU: &CPU{UsageNanos: 123456789},
+				CPU: &CPU{UsageNanos: 123456789, UserNanos: 100000000, SystemNanos: 20000000},
 				Memory: &Memory{
 					Usage: 150000, WorkingSet: 140000, RSS: 81920, PageFaults: 77, MajorPageFaults: 3,
+					Cache: 40960, MappedFile: 512, MaxUsage: 200000, Failcnt: 6, OOMKills: 2,
 					Limit: 1048576, Limited: true,
 				},
-				Pids: &Pids{Current: 4},
+				Pids: &Pids{Current: 4, Processes: 3},
 			},
 		},
 	}

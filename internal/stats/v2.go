@@ -26,7 +26,7 @@ func readV2(root, group string) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("load: %w", err)
 	}
-	m, err := mgr.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatPids)
+	m, err := mgr.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatMemoryEvents | cgroup2.StatPids | cgroup2.StatIO)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -36,21 +36,44 @@ func readV2(root, group string) (Sample, error) {
 	}
 	var s Sample
 	if m.CPU != nil && has("cpu.stat") {
-		s.CPU = &CPU{UsageNanos: m.CPU.UsageUsec * 1000, Pressure: pressure(m.CPU.PSI)}
+		c := m.CPU
+		s.CPU = &CPU{
+			UsageNanos:  c.UsageUsec * 1000,
+			UserNanos:   c.UserUsec * 1000,
+			SystemNanos: c.SystemUsec * 1000,
+			Pressure:    pressure(c.PSI),
+		}
+		// cpu.stat has the nr_* lines only where the cpu controller is on.
+		if has("cpu.max") {
+			s.CPU.Throttling = &Throttling{Periods: c.NrPeriods, ThrottledPeriods: c.NrThrottled, ThrottledNanos: c.ThrottledUsec * 1000}
+		}
 	}
 	if m.Pids != nil && has("pids.current") {
-		s.Pids = &Pids{Current: m.Pids.Current}
+		procs, err := countProcesses(dir)
+		if err != nil {
+			return Sample{}, err
+		}
+		s.Pids = &Pids{Current: m.Pids.Current, Processes: procs, Limit: m.Pids.Limit, Limited: has("pids.max") && limited(m.Pids.Limit)}
+	}
+	if m.Io != nil && m.Io.PSI != nil {
+		s.IO = &IO{Pressure: pressure(m.Io.PSI)}
 	}
 	if mem := m.Memory; mem != nil && has("memory.current") {
 		s.Memory = &Memory{
 			Usage:           mem.Usage,
 			WorkingSet:      workingSet(mem.Usage, mem.InactiveFile),
 			RSS:             mem.Anon,
+			Cache:           mem.File,
+			MappedFile:      mem.FileMapped,
+			MaxUsage:        mem.MaxUsage,
 			PageFaults:      mem.Pgfault,
 			MajorPageFaults: mem.Pgmajfault,
 			Limit:           mem.UsageLimit,
 			Limited:         limited(mem.UsageLimit),
 			Pressure:        pressure(mem.PSI),
+		}
+		if ev := m.MemoryEvents; ev != nil {
+			s.Memory.Failcnt, s.Memory.OOMKills = ev.Max, ev.OomKill
 		}
 		if has("memory.swap.current") {
 			s.Swap = &Swap{Usage: mem.SwapUsage, Limit: mem.SwapLimit, Limited: limited(mem.SwapLimit)}

@@ -43,6 +43,9 @@ type Options struct {
 	// instead of crib's default; "{{.Bridge}}", "{{.Subnet}}" and
 	// "{{.DataDir}}" in it are replaced by the daemon's own.
 	CNIConfList string
+	// ExtraConfig is TOML appended to the daemon's configuration, e.g. a
+	// table of its own ("[metrics]\naddress = ...").
+	ExtraConfig string
 	// Env are extra NAME=VALUE variables of the daemon's environment.
 	Env []string
 }
@@ -133,7 +136,7 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	if level == "" {
 		level = "debug"
 	}
-	if err := os.WriteFile(d.Config, d.configTOML(level, registries), 0o644); err != nil {
+	if err := os.WriteFile(d.Config, append(d.configTOML(level, registries), "\n"+opts.ExtraConfig...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if opts.CNIConfList != "" {

@@ -85,7 +85,7 @@ func (d *Daemon) reservedIPs() []string {
 // waitNoLeaks polls Leaks until it is empty or leakWait has passed, and
 // returns the last answer.
 func (d *Daemon) waitNoLeaks() []string {
-	deadline := time.Now().Add(leakWait)
+	deadline := time.Now().Add(Patience(leakWait))
 	for {
 		leaks := d.Leaks()
 		if len(leaks) == 0 || time.Now().After(deadline) {
@@ -310,7 +310,7 @@ func RemoveCgroupTree(dir string) error {
 }
 
 func removeCgroup(dir string) error {
-	deadline := time.Now().Add(leakWait)
+	deadline := time.Now().Add(Patience(leakWait))
 	for {
 		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		for _, f := range strings.Fields(string(procs)) {

@@ -30,6 +30,9 @@ type Layer struct {
 	// Mountpoint names the filesystem the layer is on.
 	Mountpoint string
 	stats.DiskUsage
+	// Capacity is the size of the layer's filesystem; nil when it could
+	// not be read.
+	Capacity *stats.Capacity
 }
 
 // Container reads c's usage from its cgroup and writable layer, with file
@@ -57,13 +60,21 @@ func (s *Service) Container(ctx context.Context, c container.Container) (Contain
 	return u, nil
 }
 
-// writableLayer measures the container's overlay upper dir. A layer
-// already removed reads as empty.
+// writableLayer measures the container's overlay upper dir and the size
+// of its filesystem. A layer already removed reads as empty; a filesystem
+// whose size cannot be read leaves the layer without a capacity, and the
+// error says why.
 func writableLayer(ctx context.Context, paths container.StatsPaths) (*Layer, error) {
 	now := time.Now()
 	u, err := stats.Disk(ctx, paths.WritableLayer, writableLayerMaxEntries)
 	if err != nil && !errdefs.IsNotFound(err) {
 		return nil, err
 	}
-	return &Layer{Time: now, Mountpoint: paths.FsRoot, DiskUsage: u}, nil
+	l := &Layer{Time: now, Mountpoint: paths.FsRoot, DiskUsage: u}
+	c, err := stats.FsCapacity(paths.FsRoot)
+	if err != nil {
+		return l, err
+	}
+	l.Capacity = &c
+	return l, nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/stats"
 )
 
 // Pod is a pod's usage.
@@ -14,12 +16,16 @@ type Pod struct {
 	// Cgroup is nil when the pod has no cgroup to read: it has no cgroup
 	// parent, no container has made it yet, or it could not be read.
 	Cgroup *Cgroup
+	// Network is nil when the pod uses the host's network or its
+	// namespace could not be read.
+	Network *stats.Network
 	// Containers are the usage of the containers given to Pod, in their
 	// order.
 	Containers []Container
 }
 
-// Pod reads sb's cgroup and the usage of ctrs, its containers.
+// Pod reads sb's cgroup, its network and the usage of ctrs, its
+// containers.
 func (s *Service) Pod(ctx context.Context, sb sandbox.Sandbox, ctrs []container.Container) (Pod, error) {
 	var u Pod
 	var errs []error
@@ -27,6 +33,14 @@ func (s *Service) Pod(ctx context.Context, sb sandbox.Sandbox, ctrs []container.
 		var err error
 		if u.Cgroup, err = s.readCgroup(ctx, sb.ID, sb.CgroupParent); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if sb.NetNS != "" {
+		n, err := readNetwork(sb.NetNS)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.Network = &n
 		}
 	}
 	for _, c := range ctrs {
@@ -40,4 +54,20 @@ func (s *Service) Pod(ctx context.Context, sb sandbox.Sandbox, ctrs []container.
 		return u, fmt.Errorf("sandbox %s stats: %w", sb.ID, err)
 	}
 	return u, nil
+}
+
+// readNetwork reads the interfaces of the network namespace pinned at
+// path, from a thread that joins it: net/dev shows the reading thread's
+// namespace.
+func readNetwork(path string) (stats.Network, error) {
+	var n stats.Network
+	err := netns.Do(path, func() error {
+		var err error
+		n, err = stats.ReadNetDev("/proc/thread-self")
+		return err
+	})
+	if err != nil {
+		return stats.Network{}, fmt.Errorf("pod network: %w", err)
+	}
+	return n, nil
 }

@@ -113,7 +113,7 @@ func (a *cribAgent) leakCheck() *testutil.Daemon {
 
 // waitNoLeaks gives processes that were just told to quit a few seconds.
 func (a *cribAgent) waitNoLeaks() []string {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testutil.Patience(10 * time.Second))
 	for {
 		leaks := a.leakCheck().Leaks()
 		if len(leaks) == 0 || time.Now().After(deadline) {

@@ -39,6 +39,7 @@ var parallelScenarios = []scenario{
 	{"ImagePullBackOff", testPullBackOff},
 	{"SubPathSymlinkRefused", testSubPath},
 	{"NativeSidecar", testSidecar},
+	{"ResizeInPlace", testResizeInPlace},
 }
 
 // TestScenarios runs the scenarios in parallel on one agent, then the

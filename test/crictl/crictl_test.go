@@ -302,7 +302,7 @@ func TestCrictlPodLifecycle(t *testing.T) {
 
 	step("logs", func(t *testing.T) {
 		// The container may not have written its line yet.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(testutil.Patience(10 * time.Second))
 		for {
 			out := c.run("logs", ctrID)
 			if out == "hello-crictl\n" {

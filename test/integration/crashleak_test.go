@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crib-dev/crib/internal/testutil"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -53,7 +54,7 @@ func (e *env) removeAllAndCheck(t *testing.T) {
 // take a moment to go after a kill; the rest does not go by itself.
 func (e *env) crashLeaks() []string {
 	var leaks []string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testutil.Patience(5 * time.Second)); ; time.Sleep(100 * time.Millisecond) {
 		leaks = e.d.Leaks()
 		transient := false
 		for _, l := range leaks {

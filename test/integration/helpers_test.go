@@ -118,6 +118,7 @@ func (e *env) status(id string) *runtimeapi.ContainerStatus {
 // waitState polls ContainerStatus until the container is in state.
 func (e *env) waitState(id string, state runtimeapi.ContainerState, within time.Duration) *runtimeapi.ContainerStatus {
 	e.t.Helper()
+	within = testutil.Patience(within)
 	deadline := time.Now().Add(within)
 	for {
 		st := e.status(id)
@@ -144,6 +145,7 @@ func (e *env) exec(id string, cmd ...string) *runtimeapi.ExecSyncResponse {
 // eventually polls cond until it holds, failing with what after within.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	within = testutil.Patience(within)
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {

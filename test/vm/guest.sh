@@ -6,6 +6,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/test/vm/.build
 export CRIB_TEST_CRIB=$build/crib CRIB_TEST_BUSYBOX=$build/busybox.tar
+# Waits for things to happen get three times as long under emulation (testutil.Patience).
+export CRIB_TEST_PATIENCE=${CRIB_TEST_PATIENCE:-3}
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(root integration-cgroupfs integration-systemd critest-systemd agent install)
 

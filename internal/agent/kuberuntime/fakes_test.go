@@ -108,8 +108,30 @@ func (r *recRuntime) CreateContainer(ctx context.Context, sb string, cfg *runtim
 		r.mu.Lock()
 		r.created = append(r.created, cfg)
 		r.mu.Unlock()
+		// The fake drops resources; a runtime reports what it runs with.
+		r.Lock()
+		r.Containers[id].Resources = &runtimeapi.ContainerResources{Linux: cfg.GetLinux().GetResources()}
+		r.Unlock()
 	}
 	return id, err
+}
+
+func (r *recRuntime) UpdateContainerResources(ctx context.Context, id string, res *runtimeapi.ContainerResources) error {
+	r.log.add("UpdateContainerResources:%s:%d", id, res.GetLinux().GetMemoryLimitInBytes())
+	if err := r.FakeRuntimeService.UpdateContainerResources(ctx, id, res); err != nil {
+		return err
+	}
+	r.Lock()
+	defer r.Unlock()
+	if c, ok := r.Containers[id]; ok {
+		c.Resources = res
+	}
+	return nil
+}
+
+func (r *recRuntime) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+	r.log.add("UpdatePodSandboxResources:%s:%d", req.GetPodSandboxId(), req.GetResources().GetMemoryLimitInBytes())
+	return r.FakeRuntimeService.UpdatePodSandboxResources(ctx, req)
 }
 
 func (r *recRuntime) StartContainer(ctx context.Context, id string) error {
@@ -365,6 +387,7 @@ func (e *env) sync(pod *corev1.Pod) SyncResult {
 	res := e.m.SyncPod(e.ctx, pod, obs, Data{})
 	uid := string(pod.UID)
 	e.waiting[uid] = res.Waiting.Apply(e.waiting[uid])
+	e.last[uid] = e.last[uid].Forget(res.Resized)
 	return res
 }
 

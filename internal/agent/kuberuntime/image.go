@@ -50,7 +50,12 @@ func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Conta
 	}
 	m.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	began := m.cfg.Clock.Now()
+	ended := func() {}
+	if m.cfg.Pulling != nil {
+		ended = m.cfg.Pulling(pod, c.Name, c.Image)
+	}
 	ref, err := m.cfg.Images.PullImage(ctx, spec, pullAuth(pod, c.Image, env.data.Secrets), env.sandboxConfig)
+	ended()
 	if err != nil {
 		m.cfg.PullBackoff.Next(key)
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)

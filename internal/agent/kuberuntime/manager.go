@@ -65,7 +65,12 @@ type Config struct {
 	// PullBackoff delays retries of failed image pulls.
 	CrashBackoff *backoff.Backoff
 	PullBackoff  *backoff.Backoff
-	Log          *slog.Logger
+	// Pulling, when set, is told that a pull of a container's image
+	// begins; the pull waits for it to return, and the function it
+	// returns is called once the pull ended. The agent shows the pull's
+	// progress with it while the sync is busy.
+	Pulling func(pod *corev1.Pod, container, image string) (ended func())
+	Log     *slog.Logger
 }
 
 // Manager runs pods over a CRI runtime. It is safe for concurrent use by

@@ -83,6 +83,8 @@ func (m *Manager) list(ctx context.Context, selector map[string]string, last map
 			Attempt:   s.Metadata.Attempt,
 			CreatedAt: time.Unix(0, s.CreatedAt),
 			Hash:      s.Annotations[labels.SandboxHash],
+
+			ResizeHash: s.Annotations[labels.SandboxResizeHash],
 		}
 		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			sb.State = plan.SandboxReady
@@ -177,19 +179,21 @@ func (m *Manager) container(ctx context.Context, c *runtimeapi.Container, last *
 		return plan.Container{}, fmt.Errorf("container status %s: empty answer: %w", c.Id, errdefs.ErrUnknown)
 	}
 	oc := plan.Container{
-		ID:        c.Id,
-		Name:      c.Labels[labels.ContainerName],
-		Type:      c.Annotations[labels.ContainerType],
-		SandboxID: c.PodSandboxId,
-		State:     containerState(st.State),
-		Hash:      c.Annotations[labels.ContainerHash],
-		Attempt:   c.Metadata.Attempt,
-		ExitCode:  st.ExitCode,
-		Reason:    st.Reason,
-		Message:   st.Message,
-		Image:     st.GetImage().GetUserSpecifiedImage(),
-		ImageRef:  st.ImageRef,
-		CreatedAt: time.Unix(0, st.CreatedAt),
+		ID:         c.Id,
+		Name:       c.Labels[labels.ContainerName],
+		Type:       c.Annotations[labels.ContainerType],
+		SandboxID:  c.PodSandboxId,
+		State:      containerState(st.State),
+		Hash:       c.Annotations[labels.ContainerHash],
+		ResizeHash: c.Annotations[labels.ContainerResizeHash],
+		Resources:  planResources(st.GetResources().GetLinux()),
+		Attempt:    c.Metadata.Attempt,
+		ExitCode:   st.ExitCode,
+		Reason:     st.Reason,
+		Message:    st.Message,
+		Image:      st.GetImage().GetUserSpecifiedImage(),
+		ImageRef:   st.ImageRef,
+		CreatedAt:  time.Unix(0, st.CreatedAt),
 	}
 	if g, err := strconv.ParseInt(c.Annotations[labels.TerminationGracePeriod], 10, 64); err == nil {
 		oc.GracePeriod = &g

@@ -66,6 +66,7 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		Type:                       typ,
 		RestartCount:               restartCount,
 		Hash:                       hash,
+		ResizeHash:                 plan.ResizeHash(pod, c),
 		PodIP:                      env.podIP(),
 		PodIPs:                     env.podIPs,
 		Image:                      img.Id,

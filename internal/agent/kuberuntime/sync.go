@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -33,6 +34,12 @@ type SyncResult struct {
 	// Waiting is what the sync learned of why containers wait; the caller
 	// keeps it in its record of the pod for the status to show.
 	Waiting WaitingChanges
+	// Resized names the containers resized in place: what the runtime
+	// reports of them changed, so the next observation reads them again
+	// (PodRuntime.Forget).
+	Resized []string
+	// ResizeError says why a resize in place failed, empty when none did.
+	ResizeError string
 	// Err joins every failure of this sync; the pod is synced again later.
 	Err error
 }
@@ -58,22 +65,24 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 // holds and what the prober found.
 func (m *Manager) planFor(pod *corev1.Pod, obs plan.Observed, sbConfig *runtimeapi.PodSandboxConfig) plan.Actions {
 	act := plan.ComputeActions(plan.Input{
-		Pod:            pod,
-		Observed:       obs,
-		SandboxHash:    sbConfig.Annotations[labels.SandboxHash],
-		LivenessFailed: m.failedProbes(obs, prober.Liveness),
-		StartupFailed:  m.failedProbes(obs, prober.Startup),
-		Started:        m.startedProbes(obs),
+		Pod:               pod,
+		Observed:          obs,
+		SandboxHash:       sbConfig.Annotations[labels.SandboxHash],
+		SandboxResizeHash: sbConfig.Annotations[labels.SandboxResizeHash],
+		Resources:         m.wantedResources(pod),
+		LivenessFailed:    m.failedProbes(obs, prober.Liveness),
+		StartupFailed:     m.failedProbes(obs, prober.Startup),
+		Started:           m.startedProbes(obs),
 	})
 	m.cfg.Log.Debug("pod plan", "pod", podKey(pod), "reason", act.Reason, "killPod", act.KillPod,
 		"createSandbox", act.CreateSandbox, "kill", len(act.ContainersToKill), "sidecars", len(act.SidecarsToStart),
-		"nextInit", act.NextInit, "start", len(act.ContainersToStart))
+		"resize", len(act.ContainersToResize), "nextInit", act.NextInit, "start", len(act.ContainersToStart))
 	return act
 }
 
-// carryOut carries res.Actions out in the kubelet's order: kill, volumes and
-// cgroup, sandbox, sidecars to restart, next init container, app
-// containers. It fills in the rest of res.
+// carryOut carries res.Actions out in the kubelet's order: kill, volumes,
+// resize with the pod cgroup, sandbox, sidecars to restart, next init
+// container, app containers. It fills in the rest of res.
 func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data, sbConfig *runtimeapi.PodSandboxConfig, res *SyncResult) {
 	act := res.Actions
 	var errs []error
@@ -106,6 +115,19 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 		return
 	}
 
+	// A resize in place, in the kubelet's order: containers whose limits
+	// shrink, the pod cgroup, containers whose limits grow, and then the
+	// runtime is told the pod's new size.
+	shrinking, growing := splitResizes(act.ContainersToResize, obs)
+	resize := func(rs []plan.Resize) {
+		done, err := m.resizeContainers(ctx, pod, rs)
+		res.Resized = append(res.Resized, done...)
+		if err != nil {
+			errs = append(errs, err)
+			res.ResizeError = err.Error()
+		}
+	}
+	resize(shrinking)
 	// The pod cgroup comes after the pod's directory (made by the volumes),
 	// which is how the agent knows the cgroup is its own when it cleans up.
 	if m.cfg.Cgroups != nil {
@@ -118,6 +140,11 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 			}
 			m.cfg.Log.Warn("update pod cgroup", "pod", podKey(pod), "err", err)
 		}
+	}
+
+	if len(act.ContainersToResize) > 0 {
+		resize(growing)
+		m.updateSandboxResources(ctx, pod, act.SandboxID, sbConfig)
 	}
 
 	sandboxID, podIPs := act.SandboxID, sandboxIPsByID(obs, act.SandboxID)
@@ -177,16 +204,45 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 	if err != nil {
 		return nil, err
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(hashed)
+	full, err := hashSandbox(hashed)
+	if err != nil {
+		return nil, err
+	}
+	// The resize hash leaves out the resources summed from the
+	// containers', which a resize in place changes, but keeps the pod's
+	// own (pod-level resources are not resized in place).
+	if l := hashed.GetLinux(); l != nil {
+		l.Resources = nil
+	}
+	podLevel, err := json.Marshal(pod.Spec.Resources)
 	if err != nil {
 		return nil, fmt.Errorf("hash sandbox config: %w", err)
 	}
-	sum := sha256.Sum256(b)
+	if hashed.Annotations == nil {
+		hashed.Annotations = map[string]string{}
+	}
+	hashed.Annotations[labels.SandboxResizeHash] = string(podLevel)
+	resize, err := hashSandbox(hashed)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Annotations == nil {
 		cfg.Annotations = map[string]string{}
 	}
-	cfg.Annotations[labels.SandboxHash] = hex.EncodeToString(sum[:8])
+	cfg.Annotations[labels.SandboxHash] = full
+	cfg.Annotations[labels.SandboxResizeHash] = resize
 	return cfg, nil
+}
+
+// hashSandbox is the hash stored in labels.SandboxHash (or
+// SandboxResizeHash) of a sandbox made from cfg.
+func hashSandbox(cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("hash sandbox config: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
 }
 
 func (m *Manager) failedProbes(obs plan.Observed, k prober.Kind) map[string]bool {

@@ -32,6 +32,12 @@ const (
 	RestartCount = "io.kubernetes.container.restartCount"
 	// ContainerType is "init", "app" or "ephemeral".
 	ContainerType = "io.crib.agent.container.type"
+	// ContainerResizeHash is plan.ResizeHash of the spec the container was
+	// created from: the spec without its resources. When only
+	// ContainerHash differs, the change is a resize, which the container's
+	// resizePolicy may allow in place. Containers made before it existed
+	// lack it and are restarted on any change.
+	ContainerResizeHash = "io.crib.agent.container.resizeHash"
 	// TerminationMessagePath mirrors the container's field so that the
 	// status can be read back after the manifest changed.
 	TerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
@@ -44,6 +50,10 @@ const (
 	// SandboxHash is plan.SandboxHash of the pod-level fields the sandbox
 	// was created from; a different hash recreates the sandbox.
 	SandboxHash = "io.crib.agent.sandbox.hash"
+	// SandboxResizeHash is the same hash of the sandbox config without its
+	// resources: a sandbox whose SandboxHash differs but whose
+	// SandboxResizeHash matches was only resized, and is kept.
+	SandboxResizeHash = "io.crib.agent.sandbox.resizeHash"
 )
 
 // Container types, the values of ContainerType.

@@ -40,13 +40,20 @@ func (p *planner) appContainers() int {
 			if restartExited(policy, st) {
 				start(fmt.Sprintf("exited with code %d, restart policy %s", st.ExitCode, policy))
 			}
-		case st.Hash != ContainerHash(p.pod, c):
+		case st.Hash != ContainerHash(p.pod, c) && !p.resizeOnly(st, c):
 			p.kill(st, ReasonSpecChanged, fmt.Sprintf("container %s definition changed, will be restarted", c.Name))
 			start("spec changed")
 		case p.in.LivenessFailed[st.ID]:
 			p.killRunning(st, ReasonLivenessFailed, policy, start)
 		case p.in.StartupFailed[st.ID]:
 			p.killRunning(st, ReasonStartupFailed, policy, start)
+		case st.Hash != ContainerHash(p.pod, c):
+			if msg := p.resize(st, c, labels.TypeApp, i); msg != "" {
+				p.kill(st, ReasonResizeRestart, msg)
+				start("resized with a restart")
+				continue
+			}
+			keep++
 		default:
 			keep++
 		}

@@ -39,6 +39,17 @@
 //     OnFailure when its exit code is not 0, never under Never. Created and
 //     unknown instances are killed and replaced whatever the policy.
 //   - When no app container is kept and none starts, the pod is killed.
+//   - Resize (InPlacePodVerticalScaling): a running app container or
+//     sidecar whose spec changed only in its resources (its stored
+//     ResizeHash matches the spec's) is not restarted for the change. What
+//     the runtime reports it runs with is compared with Input.Resources:
+//     equal, it is kept; a CPU or memory difference whose resizePolicy is
+//     NotRequired (the default) is a resize in place (ContainersToResize);
+//     one whose policy is RestartContainer restarts it, whatever the
+//     restart policy. A container made before the agent stored ResizeHash,
+//     or one whose runtime reports no resources, is restarted. Likewise a
+//     sandbox whose hash differs only in its resources is kept, and a
+//     resize does not make an instance stale.
 //
 // Beyond the kubelet, which relies on the API server for these, the plan
 // kills live containers whose name the spec no longer has, live instances

@@ -49,6 +49,19 @@ func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
+// ResizeHash is ContainerHash of c with its resources and resize policy
+// left out: two versions of a container with the same ResizeHash differ at
+// most in what a resize in place can change.
+func ResizeHash(pod *corev1.Pod, c *corev1.Container) string {
+	if c == nil {
+		return ContainerHash(pod, c)
+	}
+	bare := *c
+	bare.Resources = corev1.ResourceRequirements{}
+	bare.ResizePolicy = nil
+	return ContainerHash(pod, &bare)
+}
+
 // usedVolumes returns the pod volumes c references, in the pod's order.
 func usedVolumes(pod *corev1.Pod, c *corev1.Container) []corev1.Volume {
 	if pod == nil || c == nil {

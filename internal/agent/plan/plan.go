@@ -55,7 +55,7 @@ func (p *planner) policy() corev1.RestartPolicy {
 }
 
 func (p *planner) compute() {
-	cur, why := sandboxChange(p.pod, p.obs.Sandboxes, p.in.SandboxHash)
+	cur, why := sandboxChange(p.pod, p.obs.Sandboxes, p.in)
 	if why != "" {
 		p.recreate(cur, why)
 		return

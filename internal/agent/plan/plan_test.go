@@ -32,6 +32,7 @@ func run(t *testing.T, cases []planCase) {
 		cmpopts.IgnoreFields(Actions{}, "Reason"),
 		cmpopts.IgnoreFields(Start{}, "Message"),
 		cmpopts.IgnoreFields(Kill{}, "Message"),
+		cmpopts.IgnoreFields(Resize{}, "Message"),
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +100,23 @@ func checkInvariants(t *testing.T, in Input, a Actions) {
 		startsName(labels.TypeInit, c.Name)
 		if s.RestartCount != nextAttempt(in.Observed.Containers, labels.TypeInit, c.Name) {
 			t.Errorf("sidecar %d restart count %d reuses an attempt", s.Index, s.RestartCount)
+		}
+	}
+	// A resized container is kept: never killed, never replaced, and only
+	// in a live sandbox that stays.
+	for _, r := range a.ContainersToResize {
+		if killed[r.ID] || a.KillPod || a.CreateSandbox {
+			t.Errorf("resizes %s in a plan that stops it: %+v", r.ID, a)
+		}
+		for _, s := range a.ContainersToStart {
+			if r.Type == labels.TypeApp && s.Index == r.Index {
+				t.Errorf("resizes %s and starts it again", r.ID)
+			}
+		}
+		for _, s := range a.SidecarsToStart {
+			if r.Type == labels.TypeInit && s.Index == r.Index {
+				t.Errorf("resizes sidecar %s and starts it again", r.ID)
+			}
 		}
 	}
 	if a.KillPod && !a.CreateSandbox && (len(a.ContainersToKill) > 0 || len(a.ContainersToStart) > 0 || len(a.SidecarsToStart) > 0 || a.NextInit >= 0) {

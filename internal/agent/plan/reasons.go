@@ -6,6 +6,10 @@ const (
 	// ReasonSpecChanged: the container's hash differs from ContainerHash of
 	// the manifest; it is started again whatever the restart policy.
 	ReasonSpecChanged = "spec changed"
+	// ReasonResizeRestart: only the container's resources changed, and
+	// the resizePolicy of one that differs is RestartContainer; it is
+	// started again whatever the restart policy, as for a spec change.
+	ReasonResizeRestart = "resize needs a restart"
 	// ReasonLivenessFailed and ReasonStartupFailed: a probe failed past its
 	// threshold; the restart policy decides whether it starts again.
 	ReasonLivenessFailed = "liveness probe failed"

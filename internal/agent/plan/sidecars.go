@@ -10,7 +10,8 @@ import (
 // init sequence (index below before), in sandbox sandboxID, whatever the
 // pod's restart policy: an exited or missing one starts again (the
 // executor applies crash-loop backoff), a created, unknown or running one
-// whose spec changed or whose liveness or startup probe failed is killed
+// whose spec changed (beyond a resize its resizePolicy allows in place) or
+// whose liveness or startup probe failed is killed
 // and started again.
 func (p *planner) sidecarStep(sandboxID string, before int) {
 	inits := p.pod.Spec.InitContainers
@@ -40,12 +41,17 @@ func (p *planner) sidecarStep(sandboxID string, before int) {
 			restart(ReasonNeverStarted, "created but never started")
 		case st.State == ContainerUnknown:
 			restart(ReasonUnknownState, "in an unknown state")
-		case st.Hash != ContainerHash(p.pod, c):
+		case st.Hash != ContainerHash(p.pod, c) && !p.resizeOnly(st, c):
 			restart(ReasonSpecChanged, "definition changed")
 		case p.in.LivenessFailed[st.ID]:
 			restart(ReasonLivenessFailed, ReasonLivenessFailed)
 		case p.in.StartupFailed[st.ID]:
 			restart(ReasonStartupFailed, ReasonStartupFailed)
+		case st.Hash != ContainerHash(p.pod, c):
+			if msg := p.resize(st, c, labels.TypeInit, i); msg != "" {
+				p.kill(st, ReasonResizeRestart, msg)
+				start("resized with a restart")
+			}
 		}
 	}
 }

@@ -15,10 +15,14 @@ import (
 // instances that are not stale; a stale exited instance is started again
 // whatever the policy, as the kubelet does for a running one.
 
-// specHash returns ContainerHash of the spec container typ/name, or "" when
-// the spec has none; hashes are computed once per call.
-func (p *planner) specHash(typ, name string) string {
+// specHash returns ContainerHash (resize: ResizeHash) of the spec
+// container typ/name, or "" when the spec has none; hashes are computed
+// once per call.
+func (p *planner) specHash(typ, name string, resize bool) string {
 	key := typ + "/" + name
+	if resize {
+		key = "resize:" + key
+	}
 	if h, ok := p.hashes[key]; ok {
 		return h
 	}
@@ -28,25 +32,32 @@ func (p *planner) specHash(typ, name string) string {
 	}
 	h := ""
 	for i := range list {
-		if list[i].Name == name {
-			h = ContainerHash(p.pod, &list[i])
-			break
+		if list[i].Name != name {
+			continue
 		}
+		if resize {
+			h = ResizeHash(p.pod, &list[i])
+		} else {
+			h = ContainerHash(p.pod, &list[i])
+		}
+		break
 	}
 	p.hashes[key] = h
 	return h
 }
 
-// stale reports whether c was made from another version of the pod. An
+// stale reports whether c was made from another version of the pod; a
+// version that differs only in resources (a resize) is the same one. An
 // instance whose sandbox the runtime no longer lists is judged by its own
 // hash alone.
 func (p *planner) stale(c *Container) bool {
-	if c.Hash != p.specHash(c.Type, c.Name) {
+	if c.Hash != p.specHash(c.Type, c.Name, false) &&
+		(c.ResizeHash == "" || c.ResizeHash != p.specHash(c.Type, c.Name, true)) {
 		return true
 	}
-	for _, s := range p.obs.Sandboxes {
-		if s.ID == c.SandboxID {
-			return s.Hash != p.in.SandboxHash
+	for i := range p.obs.Sandboxes {
+		if s := &p.obs.Sandboxes[i]; s.ID == c.SandboxID {
+			return !sandboxCurrent(s, p.in)
 		}
 	}
 	return false

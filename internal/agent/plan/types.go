@@ -46,16 +46,25 @@ type Sandbox struct {
 	IPs       []string  // every pod IP, primary first
 	CreatedAt time.Time // for ordering; newest first in Observed
 	Hash      string    // labels.SandboxHash annotation
+	// ResizeHash is the labels.SandboxResizeHash annotation, empty on
+	// sandboxes made before it existed.
+	ResizeHash string
 }
 
 // Container is one container the runtime holds for the pod, in any sandbox.
 type Container struct {
-	ID         string
-	Name       string // labels.ContainerName
-	Type       string // labels.ContainerType: init, app, ephemeral
-	SandboxID  string
-	State      ContainerState
-	Hash       string // labels.ContainerHash
+	ID        string
+	Name      string // labels.ContainerName
+	Type      string // labels.ContainerType: init, app, ephemeral
+	SandboxID string
+	State     ContainerState
+	Hash      string // labels.ContainerHash
+	// ResizeHash is the labels.ContainerResizeHash annotation, empty on
+	// containers made before it existed (any change restarts those).
+	ResizeHash string
+	// Resources is what the runtime reports the container runs with now,
+	// nil when it reports nothing.
+	Resources  *Resources
 	Attempt    uint32 // the CRI metadata attempt, which is the restart count
 	ExitCode   int32
 	Reason     string // the runtime's reason, e.g. "OOMKilled", "Completed", "Error"
@@ -70,6 +79,24 @@ type Container struct {
 	// stopping it allows when the pod's manifest is gone.
 	GracePeriod *int64
 }
+
+// Resources is the part of a container's CRI resources that a resize in
+// place changes: CPU shares (from the CPU request), CFS quota and period
+// (from the CPU limit), and the memory limit in bytes (0: none).
+type Resources struct {
+	CPUShares   int64
+	CPUQuota    int64
+	CPUPeriod   int64
+	MemoryLimit int64
+}
+
+// cpuDiffers and memoryDiffers tell which of the resizePolicy's resources
+// a change touches.
+func (r Resources) cpuDiffers(o Resources) bool {
+	return r.CPUShares != o.CPUShares || r.CPUQuota != o.CPUQuota || r.CPUPeriod != o.CPUPeriod
+}
+
+func (r Resources) memoryDiffers(o Resources) bool { return r.MemoryLimit != o.MemoryLimit }
 
 // Observed is everything the runtime reports for one pod. Sandboxes and
 // Containers are each sorted newest first (by CreatedAt).
@@ -86,6 +113,17 @@ type Input struct {
 	// (kuberuntime computes it from the generated PodSandboxConfig); a live
 	// sandbox with a different Hash is replaced.
 	SandboxHash string
+	// SandboxResizeHash is the same hash of the sandbox config without its
+	// resources: a live sandbox whose Hash differs but whose ResizeHash
+	// matches it was only resized, and is kept.
+	SandboxResizeHash string
+	// Resources is what each container of the spec (app containers and
+	// sidecars, by name) would be created with now. A running container
+	// whose spec changed only in its resources (ResizeHash matches) is
+	// compared with it: unchanged, it is kept; changed, its resizePolicy
+	// decides between a resize in place and a restart. A container missing
+	// here is restarted.
+	Resources map[string]Resources
 	// LivenessFailed and StartupFailed name container IDs whose liveness or
 	// startup probe has failed past its threshold; they are killed and, by
 	// restart policy, started again.
@@ -108,8 +146,9 @@ type Kill struct {
 }
 
 // Actions is the plan for one sync of one pod. The executor applies it in
-// this order: KillPod; ContainersToKill; CreateSandbox; SidecarsToStart;
-// NextInit; ContainersToStart.
+// this order: KillPod; ContainersToKill; ContainersToResize (around the pod
+// cgroup's resize); CreateSandbox; SidecarsToStart; NextInit;
+// ContainersToStart.
 //
 // When KillPod is set without CreateSandbox the pod is done for now:
 // ContainersToKill, SidecarsToStart and ContainersToStart are empty and
@@ -130,6 +169,10 @@ type Actions struct {
 	// ContainersToKill are containers to stop (and remove later) without
 	// touching the sandbox.
 	ContainersToKill []Kill
+	// ContainersToResize are running containers whose resources change in
+	// place, without a restart. They are never killed or started in the
+	// same plan, and never come with CreateSandbox or KillPod.
+	ContainersToResize []Resize
 	// NextInit is the index in Spec.InitContainers of the init container to
 	// start now, or -1.
 	NextInit int
@@ -151,6 +194,17 @@ type Actions struct {
 	InitFailed bool
 	// Reason says in a few words why the plan is what it is, for the debug log.
 	Reason string
+}
+
+// Resize asks for a running container's resources to be changed in place
+// to To.
+type Resize struct {
+	ID      string
+	Name    string
+	Type    string // labels.TypeApp, or labels.TypeInit for a sidecar
+	Index   int    // in Spec.Containers, or Spec.InitContainers for a sidecar
+	To      Resources
+	Message string
 }
 
 // Start asks for one container to be started.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -105,7 +106,7 @@ func TestFakeV2Systemd(t *testing.T) {
 			t.Fatalf("second RemovePod: %v", err)
 		}
 		dir, _ := m.names.dir(tt.name)
-		if exists(filepath.Join(fs, dir)) {
+		if cgroupfs.Exists(filepath.Join(fs, dir)) {
 			t.Errorf("%s: %s still there", tt.uid, dir)
 		}
 	}
@@ -122,12 +123,12 @@ func TestFakeV1Cgroupfs(t *testing.T) {
 	}
 	for _, h := range []string{"cpu,cpuacct", "memory", "pids"} {
 		for _, d := range []string{"kubepods/burstable", "kubepods/besteffort"} {
-			if !exists(filepath.Join(fs, h, d)) {
+			if !cgroupfs.Exists(filepath.Join(fs, h, d)) {
 				t.Errorf("%s/%s not made", h, d)
 			}
 		}
 	}
-	if exists(filepath.Join(fs, "notacgroup/kubepods")) {
+	if cgroupfs.Exists(filepath.Join(fs, "notacgroup/kubepods")) {
 		t.Error("made a cgroup in a directory that is no hierarchy")
 	}
 	if got := readKnob(t, filepath.Join(fs, "cpu/kubepods/besteffort/cpu.shares")); got != "2" {
@@ -161,7 +162,7 @@ func TestFakeV1Cgroupfs(t *testing.T) {
 	if name != "/kubepods/burstable/podu-1" {
 		t.Fatalf("EnsurePod after resize = %q", name)
 	}
-	if exists(filepath.Join(fs, "cpu/kubepods/podu-1")) {
+	if cgroupfs.Exists(filepath.Join(fs, "cpu/kubepods/podu-1")) {
 		t.Error("the pod's empty Guaranteed cgroup was left behind")
 	}
 	want = map[string]string{

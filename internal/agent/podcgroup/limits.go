@@ -4,36 +4,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/cgroupfs"
 )
 
 // The kubelet's CPU constants.
 const (
-	minShares    = 2
-	maxShares    = 262144
 	sharesPerCPU = 1024
 	milliPerCPU  = 1000
-	cfsPeriod    = 100000 // microseconds
-	minCFSQuota  = 1000   // microseconds
+	minCFSQuota  = 1000 // microseconds
 )
-
-// Limits are the settings of a pod cgroup.
-type Limits struct {
-	// CPUShares is the cgroup v1 cpu.shares; on v2 it is converted to
-	// cpu.weight.
-	CPUShares uint64
-	// CPUQuota is the CFS quota in microseconds per CPUPeriod; -1 is no
-	// quota.
-	CPUQuota int64
-	// CPUPeriod is the CFS period in microseconds.
-	CPUPeriod uint64
-	// Memory is the memory limit in bytes; -1 is no limit.
-	Memory int64
-}
-
-// unlimited is a cgroup without any limit beyond the given shares.
-func unlimited(shares uint64) Limits {
-	return Limits{CPUShares: shares, CPUQuota: -1, CPUPeriod: cfsPeriod, Memory: -1}
-}
 
 // PodLimits computes the pod cgroup's settings as the kubelet's
 // ResourceConfigForPod does. BestEffort pods get the minimum shares and no
@@ -44,13 +23,13 @@ func unlimited(shares uint64) Limits {
 // get the CFS quota of the pod's CPU limit and the pod's memory limit
 // (overhead added to a limit that is set). A limit that is not declared is
 // written as "none", so that a resize that drops a limit lifts it.
-func PodLimits(pod *corev1.Pod) Limits {
+func PodLimits(pod *corev1.Pod) cgroupfs.Limits {
 	qos := podconfig.QOSClass(pod)
 	if qos == corev1.PodQOSBestEffort {
-		return unlimited(minShares)
+		return cgroupfs.Unlimited(cgroupfs.MinShares)
 	}
 	r := podconfig.PodResources(pod).WithOverhead(pod.Spec.Overhead)
-	l := unlimited(milliCPUToShares(r.CPURequest))
+	l := cgroupfs.Unlimited(milliCPUToShares(r.CPURequest))
 	if qos == corev1.PodQOSGuaranteed || r.CPULimitDeclared {
 		l.CPUQuota = milliCPUToQuota(r.CPULimit)
 	}
@@ -65,7 +44,7 @@ func PodLimits(pod *corev1.Pod) Limits {
 // milliCPUToShares converts a CPU request to cpu.shares, within [2, 262144].
 func milliCPUToShares(milli int64) uint64 {
 	shares := milli * sharesPerCPU / milliPerCPU
-	return uint64(min(max(shares, minShares), maxShares))
+	return uint64(min(max(shares, cgroupfs.MinShares), cgroupfs.MaxShares))
 }
 
 // milliCPUToQuota converts a CPU limit to a CFS quota for the default
@@ -74,15 +53,5 @@ func milliCPUToQuota(milli int64) int64 {
 	if milli <= 0 {
 		return -1
 	}
-	return max(milli*cfsPeriod/milliPerCPU, minCFSQuota)
-}
-
-// sharesToWeight converts cpu.shares to cgroup v2 cpu.weight with the
-// linear mapping runc and the kubelet use: [2, 262144] onto [1, 10000].
-func sharesToWeight(shares uint64) uint64 {
-	if shares == 0 {
-		return 0
-	}
-	shares = min(max(shares, minShares), maxShares)
-	return 1 + (shares-minShares)*9999/(maxShares-minShares)
+	return max(milli*cgroupfs.DefaultPeriod/milliPerCPU, minCFSQuota)
 }

@@ -3,6 +3,7 @@ package podcgroup
 import (
 	"testing"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,52 +17,52 @@ func TestPodLimits(t *testing.T) {
 		name   string
 		pod    *corev1.Pod
 		mutate func(*corev1.Pod)
-		want   Limits
+		want   cgroupfs.Limits
 	}{
 		{
 			name: "best effort",
 			pod:  pod("u", res("", "")),
-			want: Limits{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "guaranteed sums containers",
 			pod:  pod("u", res("", "1,1Gi"), res("500m,512Mi", "500m,512Mi")),
-			want: Limits{CPUShares: 1536, CPUQuota: 150000, CPUPeriod: 100000, Memory: gi + 512*mi},
+			want: cgroupfs.Limits{CPUShares: 1536, CPUQuota: 150000, CPUPeriod: 100000, Memory: gi + 512*mi},
 		},
 		{
 			name: "burstable requests only: no quota, no memory limit",
 			pod:  pod("u", res("250m,64Mi", "")),
-			want: Limits{CPUShares: 256, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 256, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "burstable with every limit declared",
 			pod:  pod("u", res("100m,64Mi", "200m,128Mi"), res("", "300m,64Mi")),
-			want: Limits{CPUShares: 409, CPUQuota: 50000, CPUPeriod: 100000, Memory: 192 * mi},
+			want: cgroupfs.Limits{CPUShares: 409, CPUQuota: 50000, CPUPeriod: 100000, Memory: 192 * mi},
 		},
 		{
 			name: "one container without a cpu limit: no quota, memory still limited",
 			pod:  pod("u", res("100m", "200m,128Mi"), res("100m", ",64Mi")),
-			want: Limits{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000, Memory: 192 * mi},
+			want: cgroupfs.Limits{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000, Memory: 192 * mi},
 		},
 		{
 			name: "one container without a memory limit",
 			pod:  pod("u", res("", "1,128Mi"), res("", "1")),
-			want: Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "tiny cpu: minimum shares and quota",
 			pod:  pod("u", res("1m", "1m,1Mi"), res("", "")),
-			want: Limits{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "guaranteed tiny cpu: quota raised to 1ms",
 			pod:  pod("u", res("", "1m,4Mi")),
-			want: Limits{CPUShares: 2, CPUQuota: 1000, CPUPeriod: 100000, Memory: 4 * mi},
+			want: cgroupfs.Limits{CPUShares: 2, CPUQuota: 1000, CPUPeriod: 100000, Memory: 4 * mi},
 		},
 		{
 			name: "huge request capped",
 			pod:  pod("u", res("1000,1Gi", "")),
-			want: Limits{CPUShares: 262144, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 262144, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "larger init container wins",
@@ -69,7 +70,7 @@ func TestPodLimits(t *testing.T) {
 			mutate: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: res("", "2,2Gi")}}
 			},
-			want: Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 2 * gi},
+			want: cgroupfs.Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 2 * gi},
 		},
 		{
 			name: "init container without limits removes the pod's",
@@ -77,7 +78,7 @@ func TestPodLimits(t *testing.T) {
 			mutate: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: res("100m", "")}}
 			},
-			want: Limits{CPUShares: 1024, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 1024, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "sidecar adds up; later init container counts beside it",
@@ -90,7 +91,7 @@ func TestPodLimits(t *testing.T) {
 			},
 			// the init container limits nothing but runs beside the limited
 			// sidecar, so its effective limits are the sidecar's.
-			want: Limits{CPUShares: 1536, CPUQuota: 150000, CPUPeriod: 100000, Memory: gi + 256*mi},
+			want: cgroupfs.Limits{CPUShares: 1536, CPUQuota: 150000, CPUPeriod: 100000, Memory: gi + 256*mi},
 		},
 		{
 			name: "overhead added to requests and to set limits",
@@ -98,7 +99,7 @@ func TestPodLimits(t *testing.T) {
 			mutate: func(p *corev1.Pod) {
 				p.Spec.Overhead = list("250m,64Mi")
 			},
-			want: Limits{CPUShares: 1280, CPUQuota: 125000, CPUPeriod: 100000, Memory: gi + 64*mi},
+			want: cgroupfs.Limits{CPUShares: 1280, CPUQuota: 125000, CPUPeriod: 100000, Memory: gi + 64*mi},
 		},
 		{
 			name: "overhead not added to an unset limit",
@@ -106,7 +107,7 @@ func TestPodLimits(t *testing.T) {
 			mutate: func(p *corev1.Pod) {
 				p.Spec.Overhead = list("100m,64Mi")
 			},
-			want: Limits{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
+			want: cgroupfs.Limits{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000, Memory: -1},
 		},
 		{
 			name: "pod-level limits win and count as declared",
@@ -117,7 +118,7 @@ func TestPodLimits(t *testing.T) {
 				}}
 			},
 			// pod-level requests default to the limits: Guaranteed.
-			want: Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: gi},
+			want: cgroupfs.Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: gi},
 		},
 		{
 			name: "pod-level memory limit only",
@@ -128,7 +129,7 @@ func TestPodLimits(t *testing.T) {
 					Limits:   list(",256Mi"),
 				}
 			},
-			want: Limits{CPUShares: 512, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 * mi},
+			want: cgroupfs.Limits{CPUShares: 512, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 * mi},
 		},
 	}
 	for _, tt := range tests {
@@ -140,16 +141,5 @@ func TestPodLimits(t *testing.T) {
 				t.Errorf("PodLimits (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-func TestSharesToWeight(t *testing.T) {
-	tests := []struct{ shares, want uint64 }{
-		{0, 0}, {2, 1}, {1, 1}, {1024, 39}, {262144, 10000}, {1 << 20, 10000},
-	}
-	for _, tt := range tests {
-		if got := sharesToWeight(tt.shares); got != tt.want {
-			t.Errorf("sharesToWeight(%d) = %d, want %d", tt.shares, got, tt.want)
-		}
 	}
 }

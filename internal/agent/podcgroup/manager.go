@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/systemd"
 )
 
@@ -100,18 +101,18 @@ func (m *Manager) Setup() error {
 	if m.err != nil {
 		return m.err
 	}
-	return m.setQOSShares(map[corev1.PodQOSClass]uint64{corev1.PodQOSBestEffort: minShares})
+	return m.setQOSShares(map[corev1.PodQOSClass]uint64{corev1.PodQOSBestEffort: cgroupfs.MinShares})
 }
 
 // create makes the named cgroup and its parents in every hierarchy and
-// returns its path below the hierarchies' roots.
-func (m *Manager) create(h hierarchies, name string) (string, error) {
+// returns its path below the cgroupfs.Hierarchies' roots.
+func (m *Manager) create(h cgroupfs.Hierarchies, name string) (string, error) {
 	levels, err := m.names.levels(name)
 	if err != nil {
 		return "", err
 	}
-	for _, root := range h.roots {
-		if err := h.mkdirLevels(root, levels); err != nil {
+	for _, root := range h.Roots {
+		if err := h.MkdirLevels(root, levels); err != nil {
 			return "", err
 		}
 	}
@@ -131,14 +132,14 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) (string, error) {
 	if err := checkUID(uid); err != nil {
 		return "", err
 	}
-	h, err := findHierarchies(m.fs)
+	h, err := cgroupfs.Find(m.fs)
 	if err != nil {
 		return "", err
 	}
 	qos := podconfig.QOSClass(pod)
 	name := m.names.podName(qos, uid)
 	if m.units != nil {
-		if err := m.ensureSlice(name, podDescription(pod), sliceResources(PodLimits(pod))); err != nil {
+		if err := m.ensureSlice(name, podDescription(pod), cgroupfs.SliceResources(PodLimits(pod))); err != nil {
 			return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
 		}
 	} else {
@@ -146,7 +147,7 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
 		}
-		if err := h.apply(rel, PodLimits(pod)); err != nil {
+		if err := h.Apply(rel, PodLimits(pod)); err != nil {
 			return "", fmt.Errorf("ensure cgroup of pod %s: %w", uid, err)
 		}
 	}
@@ -161,7 +162,7 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) (string, error) {
 
 // dropStale removes the pod's cgroup in a QoS class it no longer belongs
 // to when nothing is in it.
-func (m *Manager) dropStale(h hierarchies, qos corev1.PodQOSClass, uid string) {
+func (m *Manager) dropStale(h cgroupfs.Hierarchies, qos corev1.PodQOSClass, uid string) {
 	name := m.names.podName(qos, uid)
 	rel, err := m.names.dir(name)
 	if err != nil {
@@ -171,9 +172,9 @@ func (m *Manager) dropStale(h hierarchies, qos corev1.PodQOSClass, uid string) {
 		m.dropStaleSlice(h, name, rel, uid)
 		return
 	}
-	for _, root := range h.roots {
+	for _, root := range h.Roots {
 		dir := filepath.Join(root, rel)
-		if !exists(dir) {
+		if !cgroupfs.Exists(dir) {
 			continue
 		}
 		if err := m.removeTree(dir); err != nil {
@@ -192,7 +193,7 @@ func (m *Manager) Pods() (map[string]string, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	h, err := findHierarchies(m.fs)
+	h, err := cgroupfs.Find(m.fs)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +203,7 @@ func (m *Manager) Pods() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, root := range h.roots {
+		for _, root := range h.Roots {
 			entries, err := os.ReadDir(filepath.Join(root, rel))
 			if errors.Is(err, os.ErrNotExist) {
 				continue

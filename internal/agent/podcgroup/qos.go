@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/cgroupfs"
 )
 
 // UpdateQOS sets the CPU shares of the QoS cgroups from the pods on the
@@ -28,7 +29,7 @@ func (m *Manager) UpdateQOS(pods []*corev1.Pod) error {
 	}
 	return m.setQOSShares(map[corev1.PodQOSClass]uint64{
 		corev1.PodQOSBurstable:  milliCPUToShares(milli),
-		corev1.PodQOSBestEffort: minShares,
+		corev1.PodQOSBestEffort: cgroupfs.MinShares,
 	})
 }
 
@@ -38,7 +39,7 @@ func (m *Manager) setQOSShares(shares map[corev1.PodQOSClass]uint64) error {
 	if m.units != nil {
 		return m.setQOSSlices(shares)
 	}
-	h, err := findHierarchies(m.fs)
+	h, err := cgroupfs.Find(m.fs)
 	if err != nil {
 		return err
 	}
@@ -51,10 +52,10 @@ func (m *Manager) setQOSShares(shares map[corev1.PodQOSClass]uint64) error {
 		if !ok {
 			continue
 		}
-		if h.unified {
-			err = writeFile(filepath.Join(h.roots[0], rel, "cpu.weight"), strconv.FormatUint(sharesToWeight(s), 10))
-		} else if cpu := h.with("cpu.shares"); cpu != "" {
-			err = writeFile(filepath.Join(cpu, rel, "cpu.shares"), strconv.FormatUint(s, 10))
+		if h.Unified {
+			err = cgroupfs.WriteFile(filepath.Join(h.Roots[0], rel, "cpu.weight"), strconv.FormatUint(cgroupfs.SharesToWeight(s), 10))
+		} else if cpu := h.With("cpu.shares"); cpu != "" {
+			err = cgroupfs.WriteFile(filepath.Join(cpu, rel, "cpu.shares"), strconv.FormatUint(s, 10))
 		}
 		if err != nil {
 			return fmt.Errorf("set up qos cgroups: %w", err)

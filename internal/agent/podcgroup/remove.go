@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/crib-dev/crib/internal/cgroupfs"
 )
 
 // How long RemovePod waits for killed processes to leave the cgroup: the
@@ -24,7 +25,7 @@ const (
 // still in any of them are killed with SIGKILL first, as the kubelet does.
 // Under systemd the pod's slice is then stopped, which takes the units
 // below it (the containers' scopes) and their cgroups with it; the
-// directories systemd does not know (runc's in v1 hierarchies systemd
+// directories systemd does not know (runc's in v1 cgroupfs.Hierarchies systemd
 // does not manage, an earlier crib's) are removed after. A pod without a
 // cgroup is not an error.
 func (m *Manager) RemovePod(uid string) error {
@@ -34,7 +35,7 @@ func (m *Manager) RemovePod(uid string) error {
 	if err := checkUID(uid); err != nil {
 		return err
 	}
-	h, err := findHierarchies(m.fs)
+	h, err := cgroupfs.Find(m.fs)
 	if err != nil {
 		return err
 	}
@@ -46,8 +47,8 @@ func (m *Manager) RemovePod(uid string) error {
 			return err
 		}
 		var dirs []string
-		for _, root := range h.roots {
-			if d := filepath.Join(root, rel); exists(d) {
+		for _, root := range h.Roots {
+			if d := filepath.Join(root, rel); cgroupfs.Exists(d) {
 				dirs = append(dirs, d)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -18,15 +19,15 @@ import (
 // realManager is a Manager on the host's cgroups under a test root of its
 // own, removed from every hierarchy when the test ends. With the systemd
 // driver it makes the slices' directories with cgroupfs writes.
-func realManager(t *testing.T, driver string) (*Manager, hierarchies) {
+func realManager(t *testing.T, driver string) (*Manager, cgroupfs.Hierarchies) {
 	t.Helper()
 	needRoot(t)
-	h, err := findHierarchies(DefaultFS)
+	h, err := cgroupfs.Find(DefaultFS)
 	if err != nil {
 		t.Skipf("no cgroups: %v", err)
 	}
-	if h.unified {
-		t.Skip("the real-cgroup test is written for cgroup v1 hierarchies")
+	if h.Unified {
+		t.Skip("the real-cgroup test is written for cgroup v1 cgroupfs.Hierarchies")
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -40,7 +41,7 @@ func realManager(t *testing.T, driver string) (*Manager, hierarchies) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, r := range h.roots {
+		for _, r := range h.Roots {
 			removeAllCgroups(t, filepath.Join(r, top))
 		}
 	})
@@ -81,7 +82,7 @@ func TestRealV1(t *testing.T) {
 
 func testRealV1(t *testing.T, driver string) {
 	m, h := realManager(t, driver)
-	cpu, mem := h.with("cpu.shares"), h.with("memory.limit_in_bytes")
+	cpu, mem := h.With("cpu.shares"), h.With("memory.limit_in_bytes")
 	if cpu == "" || mem == "" {
 		t.Skip("no cpu or memory hierarchy")
 	}
@@ -90,9 +91,9 @@ func testRealV1(t *testing.T, driver string) {
 			t.Fatal(err)
 		}
 	}
-	for _, r := range h.roots {
+	for _, r := range h.Roots {
 		for _, qos := range []corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
-			if d := dir(t, m, m.names.qosName(qos)); !exists(filepath.Join(r, d)) {
+			if d := dir(t, m, m.names.qosName(qos)); !cgroupfs.Exists(filepath.Join(r, d)) {
 				t.Errorf("%s%s not made", r, d)
 			}
 		}
@@ -134,12 +135,12 @@ func testRealV1(t *testing.T, driver string) {
 		if d := cmp.Diff(tt.want, got); d != "" {
 			t.Errorf("%s knobs (-want +got):\n%s", tt.uid, d)
 		}
-		for _, r := range h.roots {
-			if !exists(filepath.Join(r, name)) {
+		for _, r := range h.Roots {
+			if !cgroupfs.Exists(filepath.Join(r, name)) {
 				t.Errorf("%s not made in %s", name, r)
 			}
 		}
-		if cs := h.with("cpuset.cpus"); cs != "" {
+		if cs := h.With("cpuset.cpus"); cs != "" {
 			if got := readKnob(t, filepath.Join(cs, name, "cpuset.cpus")); got == "" {
 				t.Errorf("%s: cpuset.cpus left empty", name)
 			}
@@ -186,13 +187,13 @@ func TestRealRemoveKills(t *testing.T) {
 	name = dir(t, m, name)
 	// A stray container cgroup below the pod's, with a live process in it
 	// in every hierarchy.
-	for _, r := range h.roots {
+	for _, r := range h.Roots {
 		if err := os.Mkdir(filepath.Join(r, name, "ctr"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if cs := h.with("cpuset.cpus"); cs == r {
+		if cs := h.With("cpuset.cpus"); cs == r {
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-				if err := inherit(filepath.Join(r, name), filepath.Join(r, name, "ctr"), f); err != nil {
+				if err := cgroupfs.Inherit(filepath.Join(r, name), filepath.Join(r, name, "ctr"), f); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -208,8 +209,8 @@ func TestRealRemoveKills(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	for _, r := range h.roots {
-		if err := writeFile(filepath.Join(r, name, "ctr", "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
+	for _, r := range h.Roots {
+		if err := cgroupfs.WriteFile(filepath.Join(r, name, "ctr", "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,8 +223,8 @@ func TestRealRemoveKills(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Errorf("sleep ended with %v, want killed by SIGKILL", err)
 	}
-	for _, r := range h.roots {
-		if exists(filepath.Join(r, name)) {
+	for _, r := range h.Roots {
+		if cgroupfs.Exists(filepath.Join(r, name)) {
 			t.Errorf("%s still in %s", name, r)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/ociruntime/ociruntimetest"
 )
 
@@ -51,15 +52,15 @@ func TestRuncInPodCgroup(t *testing.T) {
 	if want := ":memory:" + name + "/" + id + "\n"; !strings.Contains(string(cg), want) {
 		t.Errorf("container's cgroups:\n%s\nwant a line ending %q", cg, want)
 	}
-	mem := h.with("memory.limit_in_bytes")
+	mem := h.With("memory.limit_in_bytes")
 	if got := readKnob(t, filepath.Join(mem, name, "memory.limit_in_bytes")); got != strconv.Itoa(128<<20) {
 		t.Errorf("pod memory limit = %s, want 128Mi", got)
 	}
 	if err := m.RemovePod("r-1"); err != nil {
 		t.Fatalf("RemovePod with a running container: %v", err)
 	}
-	for _, root := range h.roots {
-		if exists(filepath.Join(root, name)) {
+	for _, root := range h.Roots {
+		if cgroupfs.Exists(filepath.Join(root, name)) {
 			t.Errorf("%s left in %s", name, root)
 		}
 	}

@@ -19,44 +19,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/stats"
 	"github.com/crib-dev/crib/internal/systemd"
 )
-
-const inf = systemd.Unlimited
-
-func TestSliceResources(t *testing.T) {
-	tests := []struct {
-		name string
-		l    Limits
-		want systemd.Resources
-	}{
-		{"best effort", unlimited(minShares), systemd.Resources{CPUWeight: 1, CPUQuotaPerSecUSec: inf, MemoryMax: inf}},
-		{"one cpu, 1Gi", Limits{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: 100000, Memory: 1 << 30},
-			systemd.Resources{CPUWeight: 39, CPUQuotaPerSecUSec: 1000000, MemoryMax: 1 << 30}},
-		{"max shares", Limits{CPUShares: maxShares, CPUQuota: -1, CPUPeriod: cfsPeriod, Memory: -1},
-			systemd.Resources{CPUWeight: 10000, CPUQuotaPerSecUSec: inf, MemoryMax: inf}},
-		{"no shares leaves the weight", Limits{CPUQuota: 250000, CPUPeriod: cfsPeriod, Memory: 64 << 20},
-			systemd.Resources{CPUQuotaPerSecUSec: 2500000, MemoryMax: 64 << 20}},
-		{"minimum quota is 1%", Limits{CPUShares: 2, CPUQuota: 1000, CPUPeriod: cfsPeriod, Memory: -1},
-			systemd.Resources{CPUWeight: 1, CPUQuotaPerSecUSec: 10000, MemoryMax: inf}},
-		{"quota rounded up to a percent", Limits{CPUShares: 15, CPUQuota: 1500, CPUPeriod: cfsPeriod, Memory: -1},
-			systemd.Resources{CPUWeight: 1, CPUQuotaPerSecUSec: 20000, MemoryMax: inf}},
-		{"other period", Limits{CPUShares: 1024, CPUQuota: 10000, CPUPeriod: 30000, Memory: -1},
-			systemd.Resources{CPUWeight: 39, CPUQuotaPerSecUSec: 340000, MemoryMax: inf}},
-		{"no period is the default", Limits{CPUShares: 512, CPUQuota: 50000, Memory: -1},
-			systemd.Resources{CPUWeight: 20, CPUQuotaPerSecUSec: 500000, MemoryMax: inf}},
-		{"huge quota is none", Limits{CPUShares: 2, CPUQuota: 1 << 62, CPUPeriod: cfsPeriod, Memory: -1},
-			systemd.Resources{CPUWeight: 1, CPUQuotaPerSecUSec: inf, MemoryMax: inf}},
-		{"zero memory is no limit", Limits{CPUShares: 2, CPUQuota: -1, CPUPeriod: cfsPeriod},
-			systemd.Resources{CPUWeight: 1, CPUQuotaPerSecUSec: inf, MemoryMax: inf}},
-	}
-	for _, tt := range tests {
-		if d := cmp.Diff(tt.want, sliceResources(tt.l)); d != "" {
-			t.Errorf("%s: sliceResources(%+v) (-want +got):\n%s", tt.name, tt.l, d)
-		}
-	}
-}
 
 // unit is a slice as fakeSlices keeps it.
 type unit struct {
@@ -108,6 +74,8 @@ func (f *fakeSlices) Stop(_ context.Context, name string) error {
 	}
 	return os.RemoveAll(filepath.Join(f.fs, dir))
 }
+
+const inf = systemd.Unlimited
 
 func TestSystemdSlices(t *testing.T) {
 	fs := fakeV2(t)
@@ -269,7 +237,7 @@ func TestRealSystemd(t *testing.T) {
 	if !systemd.Booted() {
 		t.Skip("systemd is not running")
 	}
-	h, err := findHierarchies(DefaultFS)
+	h, err := cgroupfs.Find(DefaultFS)
 	if err != nil {
 		t.Skipf("no cgroups: %v", err)
 	}
@@ -328,14 +296,14 @@ func TestRealSystemd(t *testing.T) {
 	}
 	// systemd wrote the Guaranteed pod's limits.
 	g := dir(t, m, pods["g-1"])
-	if h.unified {
+	if h.Unified {
 		if got := readKnob(t, filepath.Join(DefaultFS, g, "memory.max")); got != "1073741824" {
 			t.Errorf("memory.max = %s, want 1Gi", got)
 		}
 		if got := readKnob(t, filepath.Join(DefaultFS, g, "cpu.max")); got != "100000 100000" {
 			t.Errorf("cpu.max = %s, want one cpu", got)
 		}
-	} else if mem := h.with("memory.limit_in_bytes"); mem != "" {
+	} else if mem := h.With("memory.limit_in_bytes"); mem != "" {
 		if got := readKnob(t, filepath.Join(mem, g, "memory.limit_in_bytes")); got != "1073741824" {
 			t.Errorf("memory.limit_in_bytes = %s, want 1Gi", got)
 		}

@@ -104,6 +104,9 @@ func containerAnnotations(in ContainerInput) map[string]string {
 		labels.RestartCount:  strconv.FormatUint(uint64(in.RestartCount), 10),
 		labels.ContainerType: in.Type,
 	}
+	if in.ResizeHash != "" {
+		a[labels.ContainerResizeHash] = in.ResizeHash
+	}
 	if p := in.Container.TerminationMessagePath; p != "" {
 		a[labels.TerminationMessagePath] = p
 	}

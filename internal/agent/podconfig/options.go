@@ -83,8 +83,10 @@ type ContainerInput struct {
 	Type string
 	// RestartCount is the attempt number of this container instance.
 	RestartCount uint32
-	// Hash is stored in the labels.ContainerHash annotation.
-	Hash string
+	// Hash is stored in the labels.ContainerHash annotation, ResizeHash
+	// (when set) in labels.ContainerResizeHash.
+	Hash       string
+	ResizeHash string
 	// PodIP and PodIPs are the sandbox's addresses, primary first.
 	PodIP  string
 	PodIPs []string

@@ -64,6 +64,12 @@ func linuxResources(cpuRequestMilli, cpuLimitMilli, memoryLimit int64) *runtimea
 	return r
 }
 
+// ContainerResources is the CRI resources container c of pod is created
+// with, and what a resize in place sets (UpdateContainerResources).
+func ContainerResources(pod *corev1.Pod, c *corev1.Container, opts Options) *runtimeapi.LinuxContainerResources {
+	return containerResources(pod, c, QOSClass(pod), opts.NodeMemoryBytes)
+}
+
 // containerResources converts the container's requests and limits to CRI
 // resources; an unset container limit falls back to the pod-level limit.
 func containerResources(pod *corev1.Pod, c *corev1.Container, qos corev1.PodQOSClass, nodeMemory int64) *runtimeapi.LinuxContainerResources {

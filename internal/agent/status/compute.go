@@ -89,6 +89,14 @@ type Facts struct {
 	StartTime time.Time
 	// HostIP is this node's address.
 	HostIP string
+	// Allocated is the version of Pod whose resources the node admitted
+	// and the containers are to run with; nil means Pod. It differs from
+	// Pod while a resize is pending, and ResizePending says why.
+	Allocated     *corev1.Pod
+	ResizePending *ResizePending
+	// ResizeError is why the last resize in place failed: a resize in
+	// progress shows it (reason Error) until a sync resizes it.
+	ResizeError string
 }
 
 // Compute returns the pod's status from what the runtime reports, the way

@@ -10,7 +10,7 @@ import (
 
 // conditions returns the kubelet-owned conditions in the kubelet's order:
 // PodReadyToStartContainers, Initialized, Ready, ContainersReady,
-// PodScheduled.
+// PodScheduled, and the resize conditions while they hold.
 func conditions(f Facts, st *corev1.PodStatus) []corev1.PodCondition {
 	out := []corev1.PodCondition{
 		readyToStartCondition(f),
@@ -22,6 +22,7 @@ func conditions(f Facts, st *corev1.PodStatus) []corev1.PodCondition {
 		containersReady,
 		corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	)
+	out = append(out, resizeConditions(f, st)...)
 	for i := range out {
 		out[i].LastTransitionTime = transitionTime(f, out[i])
 	}

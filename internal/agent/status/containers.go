@@ -94,6 +94,12 @@ func containerStatus(f Facts, spec *corev1.Container, isInit, initDone bool) cor
 	inst := instances(f.Observed, spec.Name, isInit)
 	w, hasWaiting := f.Waiting[spec.Name]
 
+	if len(inst) > 0 {
+		fillResources(f, spec, isInit, &inst[0], &cs)
+	} else {
+		fillResources(f, spec, isInit, nil, &cs)
+	}
+
 	if len(inst) == 0 {
 		// As in the kubelet, a pod with init containers shows
 		// PodInitializing for containers not created yet (kubectl prints

@@ -1,14 +1,14 @@
 package status
 
 import (
-	"bufio"
 	"io"
 	"math"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
+	"slices"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Bucket bounds, in seconds.
@@ -17,9 +17,11 @@ var (
 	syncBuckets     = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 )
 
-// Metrics are the agent's Prometheus metrics. The fields may be used
-// directly; the methods below are shorthands that also accept a nil
-// *Metrics (and then do nothing), so that callers may run without metrics.
+// Metrics are the agent's Prometheus metrics, client_golang collectors
+// behind small wrappers that never panic on a caller's mistake. The fields
+// may be used directly; the methods below are shorthands that also accept
+// a nil *Metrics (and then do nothing), so that callers may run without
+// metrics.
 type Metrics struct {
 	// PodStartDuration: from a manifest appearing to every app container
 	// running.
@@ -85,162 +87,98 @@ func (m *Metrics) ProbeResult(probeType, result string) {
 	}
 }
 
-// WriteTo writes every metric in the Prometheus text exposition format
-// (version 0.0.4).
-func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	cw := &countingWriter{w: w}
-	bw := bufio.NewWriter(cw)
-	for _, f := range []*family{
-		m.PodStartDuration.family, m.SyncDuration.family, m.ContainerRestarts.family,
-		m.ProbeResults.family, m.Pods.family, m.ManifestErrors.family,
-	} {
-		f.write(bw)
+// collectors are m's metrics in the order they are written.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.PodStartDuration.vec, m.SyncDuration.vec, m.ContainerRestarts.vec,
+		m.ProbeResults.vec, m.Pods.vec, m.ManifestErrors.vec,
 	}
-	err := bw.Flush()
-	return cw.n, err
+}
+
+// Registry returns a registry of every metric, e.g. to lint them or to
+// serve them with promhttp.
+func (m *Metrics) Registry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// WriteTo writes every metric in the Prometheus text exposition format
+// (version 0.0.4), in the order of the fields.
+func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
+	reg, err := m.Registry()
+	if err != nil {
+		return 0, err
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var written int64
+	for _, c := range m.collectors() {
+		name := nameOf(c)
+		i := slices.IndexFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == name })
+		if i < 0 {
+			continue // a family without series yet
+		}
+		n, err := expfmt.MetricFamilyToText(w, mfs[i])
+		written += int64(n)
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // TextContentType is the Content-Type of WriteTo's output.
 const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
+// named keeps a vector's metric name, which client_golang does not hand
+// back, so that WriteTo can keep the fields' order.
+type named struct{ name string }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// family is one metric name with its series, keyed by label values.
-type family struct {
-	name, help, typ string
-	labels          []string
-	buckets         []float64 // histograms only
-
-	mu     sync.Mutex
-	series map[string]*series
-}
-
-type series struct {
-	values []string
-	value  float64  // counter and gauge
-	counts []uint64 // histogram, one per bucket, not cumulative
-	count  uint64
-	sum    float64
-}
-
-func newFamily(name, help, typ string, labels []string) *family {
-	return &family{name: name, help: help, typ: typ, labels: labels, series: map[string]*series{}}
-}
-
-// get returns the series for values, creating it; nil when the number of
-// values does not match the labels, which drops the observation.
-func (f *family) get(values []string) *series {
-	if len(values) != len(f.labels) {
-		return nil
+func nameOf(c prometheus.Collector) string {
+	switch v := c.(type) {
+	case *counterVec:
+		return v.name
+	case *gaugeVec:
+		return v.name
+	case *histogramVec:
+		return v.name
 	}
-	key := strings.Join(values, "\xff")
-	s, ok := f.series[key]
-	if !ok {
-		s = &series{values: append([]string(nil), values...)}
-		if f.typ == "histogram" {
-			s.counts = make([]uint64, len(f.buckets))
-		}
-		f.series[key] = s
-	}
-	return s
+	return ""
 }
 
-func (f *family) delete(values []string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.series, strings.Join(values, "\xff"))
+type counterVec struct {
+	*prometheus.CounterVec
+	named
 }
 
-func (f *family) write(w *bufio.Writer) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	w.WriteString("# HELP " + f.name + " " + escapeHelp(f.help) + "\n")
-	w.WriteString("# TYPE " + f.name + " " + f.typ + "\n")
-	keys := make([]string, 0, len(f.series))
-	for k := range f.series {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 && len(f.labels) == 0 {
-		// A metric without labels always has its one series.
-		keys = append(keys, "")
-		f.get(nil)
-	}
-	for _, k := range keys {
-		s := f.series[k]
-		if f.typ != "histogram" {
-			writeSample(w, f.name, f.labels, s.values, "", "", s.value)
-			continue
-		}
-		var cum uint64
-		for i, le := range f.buckets {
-			cum += s.counts[i]
-			writeSample(w, f.name+"_bucket", f.labels, s.values, "le", formatFloat(le), float64(cum))
-		}
-		writeSample(w, f.name+"_bucket", f.labels, s.values, "le", "+Inf", float64(s.count))
-		writeSample(w, f.name+"_sum", f.labels, s.values, "", "", s.sum)
-		writeSample(w, f.name+"_count", f.labels, s.values, "", "", float64(s.count))
-	}
+type gaugeVec struct {
+	*prometheus.GaugeVec
+	named
 }
 
-func writeSample(w *bufio.Writer, name string, labels, values []string, extraName, extraValue string, v float64) {
-	w.WriteString(name)
-	if len(labels) > 0 || extraName != "" {
-		w.WriteByte('{')
-		for i, l := range labels {
-			if i > 0 {
-				w.WriteByte(',')
-			}
-			w.WriteString(l + `="` + escapeLabel(values[i]) + `"`)
-		}
-		if extraName != "" {
-			if len(labels) > 0 {
-				w.WriteByte(',')
-			}
-			w.WriteString(extraName + `="` + escapeLabel(extraValue) + `"`)
-		}
-		w.WriteByte('}')
-	}
-	w.WriteByte(' ')
-	w.WriteString(formatFloat(v))
-	w.WriteByte('\n')
-}
-
-var (
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-)
-
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-
-func formatFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+type histogramVec struct {
+	*prometheus.HistogramVec
+	named
 }
 
 // Counter is a monotonically increasing value per label set.
-type Counter struct{ *family }
+type Counter struct{ vec *counterVec }
 
-// NewCounter returns a counter with the given label names.
+// NewCounter returns a counter with the given label names. A counter
+// without labels has its one series, at zero, from the start.
 func NewCounter(name, help string, labels ...string) *Counter {
-	return &Counter{newFamily(name, help, "counter", labels)}
+	c := &Counter{&counterVec{prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels), named{name}}}
+	if len(labels) == 0 {
+		c.vec.WithLabelValues()
+	}
+	return c
 }
 
 // Inc adds one. The label values must match the label names in number,
@@ -252,59 +190,61 @@ func (c *Counter) Add(v float64, values ...string) {
 	if v < 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s := c.get(values); s != nil {
-		s.value += v
+	if s, err := c.vec.GetMetricWithLabelValues(values...); err == nil {
+		s.Add(v)
 	}
 }
 
 // Delete drops one series, e.g. a removed pod's.
-func (c *Counter) Delete(values ...string) { c.delete(values) }
+func (c *Counter) Delete(values ...string) { c.vec.DeleteLabelValues(values...) }
 
 // Gauge is a value per label set that may go up and down.
-type Gauge struct{ *family }
+type Gauge struct{ vec *gaugeVec }
 
-// NewGauge returns a gauge with the given label names.
+// NewGauge returns a gauge with the given label names. A gauge without
+// labels has its one series, at zero, from the start.
 func NewGauge(name, help string, labels ...string) *Gauge {
-	return &Gauge{newFamily(name, help, "gauge", labels)}
+	g := &Gauge{&gaugeVec{prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels), named{name}}}
+	if len(labels) == 0 {
+		g.vec.WithLabelValues()
+	}
+	return g
 }
 
-// Set sets the value for the label values.
+// Set sets the value for the label values; a wrong number of them is
+// ignored.
 func (g *Gauge) Set(v float64, values ...string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if s := g.get(values); s != nil {
-		s.value = v
+	if s, err := g.vec.GetMetricWithLabelValues(values...); err == nil {
+		s.Set(v)
 	}
 }
 
 // Delete drops one series.
-func (g *Gauge) Delete(values ...string) { g.delete(values) }
+func (g *Gauge) Delete(values ...string) { g.vec.DeleteLabelValues(values...) }
 
 // Histogram counts observations into cumulative buckets.
-type Histogram struct{ *family }
+type Histogram struct{ vec *histogramVec }
 
 // NewHistogram returns a histogram with the given upper bucket bounds
-// (sorted here; +Inf is implied).
+// (sorted here; +Inf is implied, and is the only one when buckets is
+// empty). A histogram without labels has its one series from the start.
 func NewHistogram(name, help string, buckets []float64, labels ...string) *Histogram {
-	f := newFamily(name, help, "histogram", labels)
-	f.buckets = append([]float64(nil), buckets...)
-	sort.Float64s(f.buckets)
-	return &Histogram{f}
+	b := slices.Compact(slices.Sorted(slices.Values(buckets)))
+	if len(b) == 0 {
+		// client_golang reads no buckets as its defaults; a lone +Inf
+		// bound, which it drops as implied, leaves none.
+		b = []float64{math.Inf(1)}
+	}
+	h := &Histogram{&histogramVec{prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b}, labels), named{name}}}
+	if len(labels) == 0 {
+		h.vec.WithLabelValues()
+	}
+	return h
 }
 
-// Observe records one value.
+// Observe records one value; a wrong number of label values is ignored.
 func (h *Histogram) Observe(v float64, values ...string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.get(values)
-	if s == nil {
-		return
+	if s, err := h.vec.GetMetricWithLabelValues(values...); err == nil {
+		s.Observe(v)
 	}
-	if i := sort.SearchFloat64s(h.buckets, v); i < len(h.buckets) {
-		s.counts[i]++
-	}
-	s.count++
-	s.sum += v
 }

@@ -88,7 +88,7 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 		case t != nil:
 			s.status = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
 		case w != nil && w.Reason != "" && w.Reason != ReasonPodInitializing:
-			s.status = "Init:" + w.Reason
+			s.status = "Init:" + withPullPercent(w)
 		default:
 			s.status = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
 		}
@@ -102,7 +102,7 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 			noteRestart(cs)
 			switch t, w := cs.State.Terminated, cs.State.Waiting; {
 			case w != nil && w.Reason != "":
-				s.status = w.Reason
+				s.status = withPullPercent(w)
 			case t != nil && t.Reason != "":
 				s.status = t.Reason
 			case t != nil && t.Signal != 0:
@@ -130,6 +130,15 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 		s.restarts = fmt.Sprintf("%d (%s ago)", restarts, age(lastRestart, now))
 	}
 	return s
+}
+
+// withPullPercent is a waiting reason, followed by the pull's percent
+// while the container waits for its image: "ContainerCreating (42%)".
+func withPullPercent(w *corev1.ContainerStateWaiting) string {
+	if pct, ok := pullPercent(w.Message); ok {
+		return w.Reason + " (" + pct + ")"
+	}
+	return w.Reason
 }
 
 func hasCondition(p *corev1.Pod, t corev1.PodConditionType) bool {

@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/cgroupfs"
+)
+
+// cgroupRoot is where the cgroup file system is mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// UpdateResources is UpdatePodSandboxResources: the pod was resized to
+// resources (the sum of its containers') plus overhead. The kubelet
+// resizes the pod cgroup it made itself before it calls this, so crib only
+// records the new figures then; a pod cgroup crib made (no cgroup_parent
+// was given) crib resizes, to the sum: CPU shares, the CFS quota and the
+// memory limit, a limit not given being lifted (cpusets, hugepages and
+// unified keys are recorded, not applied: the containers' own cgroups carry
+// them). Asking twice for the same figures is the same as asking once.
+func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
+	if id == "" {
+		return fmt.Errorf("pod_sandbox_id is empty: %w", errdefs.ErrInvalidArgument)
+	}
+	if err := validateResources("overhead", overhead); err != nil {
+		return err
+	}
+	if err := validateResources("resources", resources); err != nil {
+		return err
+	}
+	s, unlock, err := m.locked(id)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)
+	}
+	defer unlock()
+	if s.State != Ready {
+		return fmt.Errorf("resize sandbox %s: it is %s: %w", s.ID, s.State, errdefs.ErrFailedPrecondition)
+	}
+	if s.OwnCgroup {
+		if err := m.applyLimits(ctx, s.CgroupParent, podLimits(overhead, resources)); err != nil {
+			return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
+		}
+	}
+	cfg := proto.Clone(s.Config).(*runtimeapi.PodSandboxConfig)
+	if cfg.Linux == nil {
+		cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+	}
+	cfg.Linux.Overhead, cfg.Linux.Resources = overhead, resources
+	s.Config = cfg
+	if err := m.save(s); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if cur, ok := m.byID[s.ID]; ok {
+		*cur = *s
+	}
+	m.mu.Unlock()
+	m.log.Info("sandbox resized", "sandbox", s.ID, "own_cgroup", s.OwnCgroup)
+	return nil
+}
+
+// podLimits sums a pod's resources and overhead into its cgroup's limits
+// as the kubelet sizes a pod cgroup: the shares of both; a quota and a
+// memory limit only when the pod's own is set (overhead alone limits
+// nothing), the overhead's quota scaled to the pod's period.
+func podLimits(overhead, res *runtimeapi.LinuxContainerResources) cgroupfs.Limits {
+	l := cgroupfs.Unlimited(uint64(max(res.GetCpuShares()+overhead.GetCpuShares(), cgroupfs.MinShares)))
+	if p := res.GetCpuPeriod(); p > 0 {
+		l.CPUPeriod = uint64(p)
+	}
+	if q := res.GetCpuQuota(); q > 0 {
+		extra := overhead.GetCpuQuota()
+		if p := overhead.GetCpuPeriod(); extra > 0 && p > 0 && uint64(p) != l.CPUPeriod {
+			extra = extra * int64(l.CPUPeriod) / p
+		}
+		l.CPUQuota = q + max(extra, 0)
+	}
+	if mem := res.GetMemoryLimitInBytes(); mem > 0 {
+		l.Memory = mem + overhead.GetMemoryLimitInBytes()
+	}
+	return l
+}
+
+// applyLimits writes l to the pod cgroup crib made: a systemd slice's
+// properties, or the cgroup's files, making its directories first where
+// no container has yet.
+func (m *Manager) applyLimits(ctx context.Context, cgroup string, l cgroupfs.Limits) error {
+	if strings.HasSuffix(cgroup, ".slice") {
+		if m.cfg.Systemd == nil {
+			return fmt.Errorf("resize pod slice %s: systemd is not running", cgroup)
+		}
+		return m.cfg.Systemd.SetResources(ctx, cgroup, cgroupfs.SliceResources(l))
+	}
+	h, err := cgroupfs.Find(cgroupRoot)
+	if err != nil {
+		return err
+	}
+	rel := filepath.Clean("/" + cgroup)
+	var levels []string
+	for p := rel; p != "/"; p = filepath.Dir(p) {
+		levels = append([]string{p}, levels...)
+	}
+	for _, root := range h.Roots {
+		if err := h.MkdirLevels(root, levels); err != nil {
+			return err
+		}
+	}
+	return h.Apply(rel, l)
+}
+
+// validateResources checks the figures of UpdatePodSandboxResources the
+// way the kernel would take them, naming the field: nothing negative but
+// the "no limit" -1 where the kernel has one, a CFS period and quota in
+// the kernel's range, shares within cpu.shares' range.
+func validateResources(field string, r *runtimeapi.LinuxContainerResources) error {
+	if r == nil {
+		return nil
+	}
+	bad := func(name string, v int64, why string) error {
+		return fmt.Errorf("%s.%s = %d: %s: %w", field, name, v, why, errdefs.ErrInvalidArgument)
+	}
+	switch p := r.GetCpuPeriod(); {
+	case p < 0:
+		return bad("cpu_period", p, "negative")
+	case p > 0 && (p < 1000 || p > 1000000):
+		return bad("cpu_period", p, "the kernel takes 1000 to 1000000 microseconds")
+	}
+	switch q := r.GetCpuQuota(); {
+	case q < -1:
+		return bad("cpu_quota", q, "only -1 (no quota) may be negative")
+	case q > 0 && q < 1000:
+		return bad("cpu_quota", q, "the kernel's minimum is 1000 microseconds")
+	}
+	if s := r.GetCpuShares(); s < 0 || s > cgroupfs.MaxShares {
+		return bad("cpu_shares", s, fmt.Sprintf("cpu.shares takes 0 to %d", cgroupfs.MaxShares))
+	}
+	if v := r.GetMemoryLimitInBytes(); v < 0 {
+		return bad("memory_limit_in_bytes", v, "negative")
+	}
+	if v := r.GetMemorySwapLimitInBytes(); v < -1 {
+		return bad("memory_swap_limit_in_bytes", v, "only -1 (no limit) may be negative")
+	}
+	for i, h := range r.GetHugepageLimits() {
+		if h.GetPageSize() == "" {
+			return fmt.Errorf("%s.hugepage_limits[%d].page_size is empty: %w", field, i, errdefs.ErrInvalidArgument)
+		}
+	}
+	for k := range r.GetUnified() {
+		if k == "" || strings.ContainsAny(k, "/\x00") || k == "." || k == ".." {
+			return fmt.Errorf("%s.unified: key %q is not a cgroup file name: %w", field, k, errdefs.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
