@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/crib-dev/crib/internal/config"
+	"github.com/crib-dev/crib/internal/daemon"
 )
 
 const configUsage = `usage: crib config COMMAND
@@ -16,6 +17,9 @@ Commands:
                            /etc/crib/crib.toml), then its drop-ins
                            (/etc/crib/crib.d/*.toml), each key a file set
                            followed by "# from FILE:LINE"
+  cni [--config FILE]      print the CNI network configuration crib writes
+                           into an empty CNI conf dir under the effective
+                           configuration (as 10-crib.conflist)
 `
 
 func configCmd(args []string, stdout, stderr io.Writer) int {
@@ -38,6 +42,8 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "dump":
 		return configDumpCmd(args[1:], stdout, stderr)
+	case "cni":
+		return configCNICmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, configUsage)
 		return 0
@@ -75,5 +81,35 @@ func configDumpCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crib config dump: the configuration is not valid:\n%v\n", err)
 		return 1
 	}
+	return 0
+}
+
+// configCNICmd prints the default CNI network of the effective
+// configuration, for scripts/install.sh to put in place.
+func configCNICmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crib config cni", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", config.DefaultPath, "configuration file; its drop-ins are FILE without .toml, plus .d/*.toml")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprint(stderr, configUsage)
+		return 2
+	}
+	l, err := config.LoadFiles(*cfgPath, *cfgPath == config.DefaultPath)
+	if err == nil {
+		err = l.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crib config cni: %v\n", err)
+		return 1
+	}
+	data, err := daemon.DefaultCNIConfig(l.Config)
+	if err != nil {
+		fmt.Fprintf(stderr, "crib config cni: %v\n", err)
+		return 1
+	}
+	_, _ = stdout.Write(append(data, '\n'))
 	return 0
 }

@@ -51,6 +51,12 @@ func TestConfigCmd(t *testing.T) {
 			args: []string{"dump", "--config", "$C"}, code: 1,
 			stdout: []string{`log_level = "loud"  # from $D/crib.toml:1`},
 			stderr: []string{`$D/crib.toml:1: log_level: "loud" is not one of`}},
+		{name: "cni", files: good, args: []string{"cni", "--config", "$C"}, stdout: []string{
+			`"bridge": "lab0"`, `"dataDir": "/srv/crib/cni/networks"`, `"subnet": "10.88.0.0/16"`,
+		}},
+		{name: "cni of an invalid configuration", files: map[string]string{"crib.toml": "[network]\nsubnet = \"10.1\"\n"},
+			args: []string{"cni", "--config", "$C"}, code: 1, noStdout: true,
+			stderr: []string{`$D/crib.toml:2: network.subnet: "10.1" is not a CIDR`}},
 		{name: "dump of a missing file named by --config", args: []string{"dump", "--config", "$C"}, code: 1, noStdout: true,
 			stderr: []string{"$D/crib.toml: no such file"}},
 	}

@@ -67,14 +67,23 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// Under systemd, only this process speaks to the notify socket: the
+	// monitors and OCI runtimes it starts must not inherit it (runc would
+	// hand it to the container and wait for the container's READY=1).
+	notify := takeNotifySocket()
+	// A SIGHUP from now on asks for a reload, once the daemon is built;
+	// before this it would have ended the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(fs, *cfgPath, overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "crib daemon: %v\n", err)
 		return 1
 	}
-	var level slog.Level
+	var level slog.LevelVar
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
 
 	self, err := os.Executable()
 	if err != nil {
@@ -83,7 +92,18 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := runDaemon(ctx, cfg, self, log); err != nil {
+	reload := func(d *daemon.Daemon) {
+		_ = notify.send(reloadingState())
+		defer func() { _ = notify.send("READY=1") }()
+		cfg, err := loadConfig(fs, *cfgPath, overrides)
+		if err == nil {
+			err = d.Reload(ctx, cfg, &level)
+		}
+		if err != nil {
+			log.Error("configuration not reloaded; the one in force stays", "err", err)
+		}
+	}
+	if err := runDaemon(ctx, cfg, self, log, notify, hup, reload); err != nil {
 		log.Error("crib daemon stopped", "err", err)
 		return 1
 	}
@@ -91,13 +111,43 @@ func daemonCmd(args []string, stderr io.Writer) int {
 }
 
 // runDaemon runs crib's runtime until ctx is done (SIGTERM or SIGINT),
-// then shuts it down; containers keep running.
-func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Logger) error {
+// then shuts it down; containers keep running. It tells systemd (notify)
+// when the daemon serves and when it stops, and calls reload for each
+// signal on hup once the daemon is built.
+func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Logger,
+	notify notifier, hup <-chan os.Signal, reload func(*daemon.Daemon)) error {
 	d, err := daemon.New(ctx, cfg, self, log)
 	if err != nil {
 		return err
 	}
-	runErr := d.Run(ctx)
+	// ctx ends on a signal; run also ends when Run fails, so that no
+	// reload overlaps the shutdown.
+	run, endRun := context.WithCancel(ctx)
+	defer endRun()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		select {
+		case <-d.Ready(): // restored and serving
+		case <-run.Done():
+			return
+		}
+		if err := notify.send("READY=1"); err != nil {
+			log.Warn("tell systemd crib is ready", "err", err)
+		}
+		for {
+			select {
+			case <-hup:
+				reload(d)
+			case <-run.Done():
+				return
+			}
+		}
+	}()
+	runErr := d.Run(run)
+	endRun()
+	<-served
+	_ = notify.send("STOPPING=1")
 	// ctx is done by now, or Run failed: the graceful stop gets a time of
 	// its own.
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), daemon.ShutdownGrace)

@@ -23,6 +23,7 @@ Usage:
   crib image COMMAND         pull, ls, inspect, rm, save, load, prune images
   crib config default        print the default configuration
   crib config dump           print the effective configuration, and which file set each key
+  crib config cni            print the CNI network crib writes into an empty CNI conf dir
   crib version               print the version
 
 Run "crib COMMAND -h" for the flags of a command.

@@ -45,6 +45,9 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crib run: --wait %q: the only condition is \"ready\"\n", *wait)
 		return 2
 	}
+	// Taken before the runtime starts: runc acts on a NOTIFY_SOCKET it
+	// inherits (it waits for the container's own READY=1).
+	sd := takeNotifySocket()
 	// Signals are caught from the start: one that comes while the runtime
 	// starts up still asks for an orderly teardown.
 	signals := make(chan os.Signal, 2)
@@ -104,16 +107,16 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 
 	var ready *readyWait
 	if *wait == "ready" {
-		ready = &readyWait{timeout: *timeout, foreground: underSystemd(os.Getenv)}
+		ready = &readyWait{timeout: *timeout, foreground: sd.socket != ""}
 		if *timeout > 0 {
 			ready.deadline = time.Now().Add(*timeout)
 		}
-	} else if err := sdNotify(daemon.SdNotifyReady); err != nil {
+	} else if err := sd.send(daemon.SdNotifyReady); err != nil {
 		// Without --wait, the pod is handed to the agent: that is all
 		// there is to wait for.
 		setup.log.Warn("notify systemd", "err", err)
 	}
-	w := &runWatch{a: a, snap: snap, snapshots: snapshots, signals: signals, ready: ready, notify: sdNotify,
+	w := &runWatch{a: a, snap: snap, snapshots: snapshots, signals: signals, ready: ready, notify: sd.send,
 		logs: newLogFollower(setup.agent.PodConfig.PodLogRoot, stdout, stderr, len(snap.Pods) > 1), stderr: stderr}
 	code := w.run()
 	stopAgent()

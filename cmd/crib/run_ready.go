@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/status"
@@ -25,16 +24,6 @@ type readyWait struct {
 	// otherwise it returns 0 and leaves the pod running.
 	foreground bool
 }
-
-// sdNotify sends a state to systemd when NOTIFY_SOCKET names its socket,
-// and does nothing otherwise.
-func sdNotify(state string) error {
-	_, err := daemon.SdNotify(false, state)
-	return err
-}
-
-// underSystemd says whether a service manager waits for our notifications.
-func underSystemd(getenv func(string) string) bool { return getenv("NOTIFY_SOCKET") != "" }
 
 // podsReady decides whether the pods of the manifest are ready as the
 // kubelet's Ready condition says: every app container (and every sidecar)

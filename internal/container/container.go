@@ -136,6 +136,10 @@ type Manager struct {
 	mu   sync.RWMutex
 	byID map[string]*entry
 
+	// rtMu guards cfg.Runtimes and cfg.RecursiveReadOnly, which a
+	// configuration reload replaces (SetRuntimes).
+	rtMu sync.RWMutex
+
 	// closed is closed by Close, which ends the watches of monitors.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -189,14 +193,6 @@ func (m *Manager) pidFile(id string) string { return filepath.Join(m.stateDir(id
 // 108 bytes, so it is named by a 16-digit id prefix beside the container's
 // state dir rather than inside it.
 func (m *Manager) socket(id string) string { return filepath.Join(m.cfg.StateDir, id[:16]+".sock") }
-
-func (m *Manager) runtime(handler string) (*ociruntime.Runtime, error) {
-	r, ok := m.cfg.Runtimes[handler]
-	if !ok {
-		return nil, fmt.Errorf("runtime handler %q is not configured: %w", handler, errdefs.ErrNotFound)
-	}
-	return r, nil
-}
 
 func (m *Manager) save(c *Container) error {
 	cfg, err := proto.Marshal(c.Config)

@@ -136,7 +136,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		OOMScoreAdjMin:             m.cfg.OOMScoreAdjMin,
 		HostCaps:                   m.cfg.HostCaps,
 		Hugetlb:                    m.cfg.Hugetlb,
-		RecursiveReadOnlySupported: m.cfg.RecursiveReadOnly[sb.RuntimeHandler],
+		RecursiveReadOnlySupported: m.recursiveReadOnly(sb.RuntimeHandler),
 	})
 	if err != nil {
 		return fmt.Errorf("build OCI spec: %w", err)

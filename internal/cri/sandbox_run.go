@@ -8,7 +8,7 @@ import (
 
 // RunPodSandbox creates and starts a pod sandbox.
 func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
-	if _, ok := s.info.handler(req.GetRuntimeHandler()); !ok {
+	if _, ok := s.currentInfo().handler(req.GetRuntimeHandler()); !ok {
 		return nil, invalid("runtime_handler %q is not configured or its runtime is not installed", req.GetRuntimeHandler())
 	}
 	id, err := s.sandboxes.Run(ctx, req.GetConfig(), req.GetRuntimeHandler())

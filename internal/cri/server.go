@@ -2,6 +2,7 @@ package cri
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -87,7 +88,10 @@ type Server struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
 
+	// info is fixed but for info.Handlers, which infoMu guards: a
+	// configuration reload replaces them (SetHandlers).
 	info       Info
+	infoMu     sync.RWMutex
 	sandboxes  *sandbox.Manager
 	containers *container.Manager
 	images     *image.Store

@@ -26,7 +26,7 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		// /etc/group, so both policies work with any OCI runtime.
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}
-	for _, h := range s.info.Handlers {
+	for _, h := range s.currentInfo().Handlers {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
 			Name:     h.Name,
 			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnly, UserNamespaces: false},

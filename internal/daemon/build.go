@@ -25,7 +25,7 @@ import (
 // build makes every part in dependency order, recording in d.opened how
 // to close what it opens.
 func (d *Daemon) build(ctx context.Context) error {
-	runtimes, handlers, err := d.runtimes(ctx)
+	runtimes, handlers, err := d.runtimes(ctx, d.cfg)
 	if err != nil {
 		return err
 	}
@@ -79,13 +79,8 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 		ConfDir:    d.cfg.Network.ConfDir,
 		PluginDirs: d.cfg.Network.PluginDirs,
 		CacheDir:   filepath.Join(d.cfg.Root, "cni", "cache"),
-		Defaults: network.Defaults{
-			Name:        d.cfg.Network.Name,
-			Bridge:      d.cfg.Network.Bridge,
-			Subnet:      d.cfg.Network.Subnet,
-			IPAMDataDir: filepath.Join(d.cfg.Root, "cni", "networks"),
-		},
-		Observer: d.metrics,
+		Defaults:   networkDefaults(d.cfg),
+		Observer:   d.metrics,
 	}, d.log)
 	watch, stopWatch := context.WithCancel(context.Background())
 	if err := pods.Start(watch); err != nil {
@@ -93,6 +88,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 		return nil, err
 	}
 	d.opened.add("network watch", func() error { stopWatch(); return nil })
+	d.network = pods
 	return pods, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/metrics"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/streaming"
 )
@@ -39,6 +40,7 @@ type Daemon struct {
 
 	// The parts New builds.
 	images     *image.Store
+	network    *network.Manager
 	sandboxes  *sandbox.Manager
 	containers *container.Manager
 	monitors   *monitor.Pool
@@ -55,6 +57,9 @@ type Daemon struct {
 	opened closers
 
 	ready chan struct{}
+
+	// reloadMu serialises Reloads, the only writers of d.cfg after New.
+	reloadMu sync.Mutex
 
 	mu       sync.Mutex
 	run      *runState // the Run in progress or done, nil before

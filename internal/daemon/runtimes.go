@@ -15,23 +15,23 @@ import (
 	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
-// runtimes resolves the configured OCI runtimes by handler and what each
-// supports. The default runtime must be installed and is also the ""
+// runtimes resolves the OCI runtimes cfg configures by handler and what
+// each supports. The default runtime must be installed and is also the ""
 // handler; others are offered only when they are installed.
-func (d *Daemon) runtimes(ctx context.Context) (map[string]*ociruntime.Runtime, []cri.Handler, error) {
+func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*ociruntime.Runtime, []cri.Handler, error) {
 	out := map[string]*ociruntime.Runtime{}
 	var handlers []cri.Handler
-	names := make([]string, 0, len(d.cfg.Runtimes))
-	for name := range d.cfg.Runtimes {
+	names := make([]string, 0, len(cfg.Runtimes))
+	for name := range cfg.Runtimes {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	kernelRRO := kernelAtLeast(5, 12) // mount_setattr(2)
 	for _, name := range names {
-		rc := d.cfg.Runtimes[name]
+		rc := cfg.Runtimes[name]
 		path, err := exec.LookPath(rc.Path)
 		if err != nil {
-			if name == d.cfg.DefaultRuntime {
+			if name == cfg.DefaultRuntime {
 				return nil, nil, fmt.Errorf("default OCI runtime %q: %s not found: install it (Debian: apt-get install %s) or set runtimes.%s.path in %s",
 					name, rc.Path, name, name, config.DefaultPath)
 			}
@@ -40,8 +40,8 @@ func (d *Daemon) runtimes(ctx context.Context) (map[string]*ociruntime.Runtime, 
 		}
 		rt := &ociruntime.Runtime{
 			Binary:        path,
-			Root:          d.cfg.RuntimeRoot(name),
-			SystemdCgroup: d.cfg.CgroupDriver == "systemd",
+			Root:          cfg.RuntimeRoot(name),
+			SystemdCgroup: cfg.CgroupDriver == "systemd",
 			ExecShim:      monitor.ExecShimArgs(d.self),
 		}
 		features, err := rt.Features(ctx)
@@ -51,7 +51,7 @@ func (d *Daemon) runtimes(ctx context.Context) (map[string]*ociruntime.Runtime, 
 		h := cri.Handler{Name: name, RecursiveReadOnly: kernelRRO && slices.Contains(features.MountOptions, "rro")}
 		out[name] = rt
 		handlers = append(handlers, h)
-		if name == d.cfg.DefaultRuntime {
+		if name == cfg.DefaultRuntime {
 			out[""] = rt
 			def := h
 			def.Name = ""

@@ -89,10 +89,7 @@ func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Au
 // endpoints lists the mirrors of r's host, in order, then the host itself.
 func (s *Store) endpoints(r name.Reference, auth Auth) ([]endpoint, error) {
 	host := hostOf(r.Context())
-	reg, ok := s.cfg.Registries[host]
-	if !ok && host == dockerHubHost {
-		reg = s.cfg.Registries[name.DefaultRegistry]
-	}
+	reg := s.registry(host)
 	var eps []endpoint
 	for _, m := range reg.Mirrors {
 		u, err := url.Parse(m)

@@ -95,7 +95,10 @@ type FsUsage struct {
 
 // Store is the image store. It is safe for concurrent use.
 type Store struct {
+	// cfg is fixed but for cfg.Registries, which regMu guards: a reload
+	// replaces it (SetRegistries).
 	cfg      Config
+	regMu    sync.RWMutex
 	content  *content.Store
 	snaps    *snapshot.Store
 	records  recordDir

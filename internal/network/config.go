@@ -24,10 +24,11 @@ type Defaults struct {
 	IPAMDataDir string
 }
 
-// defaultConfList is the conflist of d: a bridge that is the pods'
+// DefaultConfList is the conflist of d (what crib writes into an empty
+// conf dir, and `crib config cni` prints): a bridge that is the pods'
 // gateway, masquerading their traffic, with host-local addresses, port
 // mappings and bandwidth limits.
-func defaultConfList(d Defaults) ([]byte, error) {
+func DefaultConfList(d Defaults) ([]byte, error) {
 	if _, _, err := net.ParseCIDR(d.Subnet); err != nil {
 		return nil, fmt.Errorf("default network subnet %q: %w", d.Subnet, err)
 	}
@@ -57,7 +58,7 @@ func defaultConfList(d Defaults) ([]byte, error) {
 
 // writeDefault writes the default conflist into dir, atomically.
 func writeDefault(dir string, d Defaults) error {
-	data, err := defaultConfList(d)
+	data, err := DefaultConfList(d)
 	if err != nil {
 		return err
 	}

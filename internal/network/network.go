@@ -141,6 +141,10 @@ func (m *Manager) watch(ctx context.Context) {
 	}
 }
 
+// Reload reads the conf dir again, as a change in it does (crib's
+// configuration reload asks for it, in case a change went unseen).
+func (m *Manager) Reload() { m.reload() }
+
 // reload loads the first configuration of the conf dir.
 func (m *Manager) reload() {
 	list, err := m.load()

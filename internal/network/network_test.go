@@ -25,7 +25,7 @@ var pluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestDefaultConfList(t *testing.T) {
-	data, err := defaultConfList(Defaults{Name: "crib", Bridge: "crib0", Subnet: "10.88.0.0/16", IPAMDataDir: "/var/lib/crib/cni"})
+	data, err := DefaultConfList(Defaults{Name: "crib", Bridge: "crib0", Subnet: "10.88.0.0/16", IPAMDataDir: "/var/lib/crib/cni"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestDefaultConfList(t *testing.T) {
 		list.Plugins[0].IPAM.Ranges[0][0].Subnet != "10.88.0.0/16" || list.Plugins[0].IPAM.DataDir != "/var/lib/crib/cni" {
 		t.Errorf("default conflist = %s", data)
 	}
-	if _, err := defaultConfList(Defaults{Subnet: "10.88.0.0"}); err == nil {
+	if _, err := DefaultConfList(Defaults{Subnet: "10.88.0.0"}); err == nil {
 		t.Error("a subnet without a prefix length was accepted")
 	}
 }

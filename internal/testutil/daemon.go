@@ -48,6 +48,8 @@ type Options struct {
 	// drop-in (90-test.toml in config.DropInDir): top-level keys and tables
 	// alike.
 	ExtraConfig string
+	// Env are extra NAME=VALUE variables of the daemon's environment.
+	Env []string
 }
 
 // Daemon is a `crib daemon` child process with its own directories, all
@@ -78,6 +80,7 @@ type Daemon struct {
 	Images  runtimeapi.ImageServiceClient
 
 	network *testNetwork
+	env     []string
 
 	conn    *grpc.ClientConn
 	cmd     *exec.Cmd
@@ -108,6 +111,7 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 		Log:          filepath.Join(dir, "daemon.log"),
 		Binary:       filepath.Join(dir, "crib"),
 		CgroupParent: testCgroupParent(dir),
+		env:          opts.Env,
 	}
 	t.Cleanup(func() { d.cleanup(t) })
 	if d.network, err = reserveNetwork(dir); err != nil {
@@ -224,6 +228,7 @@ func (d *Daemon) start() error {
 	defer logf.Close()
 	fmt.Fprintf(logf, "=== testutil: starting crib daemon at %s\n", time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(d.Binary, "daemon", "--config", d.Config)
+	cmd.Env = append(os.Environ(), d.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -9,7 +9,7 @@ export CRIB_TEST_CRIB=$build/crib CRIB_TEST_BUSYBOX=$build/busybox.tar
 # Waits for things to happen get three times as long under emulation (testutil.Patience).
 export CRIB_TEST_PATIENCE=${CRIB_TEST_PATIENCE:-3}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(root integration-cgroupfs integration-systemd critest-systemd agent)
+[ ${#suites[@]} -gt 0 ] || suites=(root integration-cgroupfs integration-systemd critest-systemd agent install)
 
 echo "== the host"
 echo "kernel: $(uname -r)"
@@ -117,6 +117,22 @@ for spec in "${suites[@]}"; do
 			record critest-systemd "$cp" "$cf" "$cs"
 		else
 			record critest-systemd 0 1 0
+		fi
+		;;
+	install)
+		# crib as a systemd service: scripts/install.sh, reload, kill -9, uninstall.
+		echo "== install"
+		out=$logs/install.out
+		start=$SECONDS
+		"$repo/test/vm/install-test.sh" "$build/crib" "$build/busybox.tar" > "$out" 2>&1
+		rc=$?
+		sed 's/^/  /' "$out"
+		echo "install: exit $rc ($((SECONDS - start)) s)"
+		if [ $rc = 0 ]; then
+			record install 1 0 0
+		else
+			record install 0 1 0
+			{ echo "install (exit $rc):"; grep -A 12 'FAIL:' "$out" | head -n 25; } >> "$failures"
 		fi
 		;;
 	*) echo "unknown suite $suite"; status=1 ;;

@@ -6,7 +6,8 @@
 #   test/vm/run.sh ci           what CI runs (below)
 #   test/vm/run.sh [SUITE...]   suites: root (the root-only tests of internal/ and cmd/, cgroupfs),
 #                               integration-cgroupfs, integration-systemd, critest-systemd, agent,
-#                               agent-systemd; default: all but agent-systemd
+#                               agent-systemd, install (test/vm/install-test.sh: crib as a systemd
+#                               service); default: all but agent-systemd
 #
 # A suite given as NAME=PATTERN runs only the Go tests PATTERN matches (go test -run);
 # CRIB_VM_RUN, when set, is the pattern of the others; CRIB_VM_SHORT=1 runs them with -test.short
@@ -17,11 +18,12 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 # "ci" is what CI runs, sized to its time budget under software emulation: everything but the
 # 200-pod network stress test on the systemd driver (100 exec sessions in the leak test, not 1,000), the cgroup and lifecycle tests on cgroupfs,
-# critest, and the agent's scenarios (its kill -9 tests run on the host).
+# critest, the agent's scenarios (its kill -9 tests run on the host) and the install suite last
+# (it installs crib on the guest, and uninstalls it).
 if [ "${1:-}" = ci ]; then
 	set -- root integration-systemd critest-systemd \
 		'integration-cgroupfs=TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox' \
-		agent=TestScenarios
+		agent=TestScenarios install
 	export CRIB_VM_SHORT=1
 	# The exec leak test's 1,000 crictl sessions take over ten minutes emulated; a hundred
 	# still find a leak per session.
