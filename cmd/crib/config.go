@@ -53,23 +53,34 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// configDumpCmd prints the effective configuration even when it does not
-// validate, then the validation errors.
-func configDumpCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crib config dump", flag.ContinueOnError)
+// loadConfigFiles parses the flags of `crib config NAME` (--config) and
+// loads that file and its drop-ins; code is non-zero when that failed,
+// after saying why.
+func loadConfigFiles(name string, args []string, stderr io.Writer) (l config.Loaded, code int) {
+	fs := flag.NewFlagSet("crib config "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", config.DefaultPath, "configuration file; its drop-ins are FILE without .toml, plus .d/*.toml")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return l, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprint(stderr, configUsage)
-		return 2
+		return l, 2
 	}
 	l, err := config.LoadFiles(*cfgPath, *cfgPath == config.DefaultPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "crib config dump: %v\n", err)
-		return 1
+		fmt.Fprintf(stderr, "crib config %s: %v\n", name, err)
+		return l, 1
+	}
+	return l, 0
+}
+
+// configDumpCmd prints the effective configuration even when it does not
+// validate, then the validation errors.
+func configDumpCmd(args []string, stdout, stderr io.Writer) int {
+	l, code := loadConfigFiles("dump", args, stderr)
+	if code != 0 {
+		return code
 	}
 	data, err := config.Dump(l)
 	if err != nil {
@@ -87,21 +98,11 @@ func configDumpCmd(args []string, stdout, stderr io.Writer) int {
 // configCNICmd prints the default CNI network of the effective
 // configuration, for scripts/install.sh to put in place.
 func configCNICmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crib config cni", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", config.DefaultPath, "configuration file; its drop-ins are FILE without .toml, plus .d/*.toml")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	l, code := loadConfigFiles("cni", args, stderr)
+	if code != 0 {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprint(stderr, configUsage)
-		return 2
-	}
-	l, err := config.LoadFiles(*cfgPath, *cfgPath == config.DefaultPath)
-	if err == nil {
-		err = l.Validate()
-	}
-	if err != nil {
+	if err := l.Validate(); err != nil {
 		fmt.Fprintf(stderr, "crib config cni: %v\n", err)
 		return 1
 	}

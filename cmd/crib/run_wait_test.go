@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +47,7 @@ spec:
 // cribRun is a `crib run --wait=ready` child process on d's runtime.
 type cribRun struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	start  time.Time
 	done   chan struct{}
 	err    error
@@ -64,7 +63,7 @@ func startCribRun(t *testing.T, d *testutil.Daemon, manifest string, env []strin
 	argv := append([]string{"run", "--config", d.Config, "--runtime-endpoint", "unix://" + d.Socket,
 		"--agent-root", filepath.Join(dir, "agent"), "--pod-log-root", d.LogDir, "--status-address=",
 		"--cgroup-driver", "none", "--wait=ready"}, args...)
-	r := &cribRun{cmd: exec.Command(d.Binary, append(argv, path)...), stderr: &syncBuffer{}, done: make(chan struct{})}
+	r := &cribRun{cmd: exec.Command(d.Binary, append(argv, path)...), stderr: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stderr = r.stderr
 	r.start = time.Now()
@@ -99,23 +98,6 @@ func (r *cribRun) wait(t *testing.T, within time.Duration) int {
 		t.Fatalf("crib run: %v", r.err)
 	}
 	return 0
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // podContainer is the running app container of pod in d, if any.
