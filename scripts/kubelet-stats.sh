@@ -95,7 +95,8 @@ build_kubelet() {
 		go get "k8s.io/kubernetes/cmd/kubelet@$KUBELET_VERSION" >/dev/null
 		mkdir -p "$CACHE"
 		local start=$SECONDS
-		go build -trimpath -o "$out.tmp" k8s.io/kubernetes/cmd/kubelet
+		go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBELET_VERSION" \
+			-o "$out.tmp" k8s.io/kubernetes/cmd/kubelet
 		mv "$out.tmp" "$out"
 		echo "built in $((SECONDS - start))s" >&2
 	) >&2 || { rm -rf "$mod"; die "kubelet build failed"; }
@@ -128,7 +129,7 @@ started_registry=0
 created_logdir=0
 daemon_pid=
 kubelet_pid=
-crictl=(crictl --runtime-endpoint "unix://$SOCK" --image-endpoint "unix://$SOCK" --timeout 30s)
+crictl=(crictl --config "$D/crictl.yaml")
 
 # stop_pid sends SIGTERM to pid $1 and waits, SIGKILL after $2 seconds.
 stop_pid() {
@@ -148,9 +149,9 @@ cleanup() {
 	if [ -n "$kubelet_pid" ]; then
 		if kill -0 "$kubelet_pid" 2>/dev/null && [ -f "$D/manifests/$POD.yaml" ]; then
 			rm -f "$D/manifests/$POD.yaml"
-			log "static pod manifest removed; waiting for the kubelet to remove the pod"
-			for _ in $(seq 90); do
-				[ -z "$("${crictl[@]}" pods -q 2>/dev/null)" ] && break
+			log "static pod manifest removed; waiting for the kubelet to stop the pod and remove its container"
+			for _ in $(seq 60); do
+				[ -z "$("${crictl[@]}" ps -aq 2>/dev/null)$("${crictl[@]}" pods -q --state ready 2>/dev/null)" ] && break
 				sleep 1
 			done
 		fi
@@ -162,17 +163,20 @@ cleanup() {
 	done
 	if [ -n "$daemon_pid" ]; then
 		if kill -0 "$daemon_pid" 2>/dev/null; then
+			# The kubelet's garbage collection removes a stopped sandbox only
+			# a minute later: remove it, and anything else left, over the CRI.
 			left=$("${crictl[@]}" pods -q 2>/dev/null)
 			if [ -n "$left" ]; then
-				log "WARNING: the kubelet left pods behind; removing them over the CRI: $left"
+				log "removing sandboxes over the CRI: $left"
 				for p in $left; do "${crictl[@]}" stopp "$p" >/dev/null; "${crictl[@]}" rmp -f "$p" >/dev/null; done
 			fi
 		fi
 		stop_pid "$daemon_pid" 30
 	fi
-	# Mounts crib or the kubelet left under the temp dir, deepest first.
+	# The kubelet bind-mounts its root dir on itself (to make it rshared);
+	# anything else mounted under the temp dir is a leak.
 	awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
-		log "WARNING: unmounting leftover $m"
+		[ "$m" = "$D/kubelet" ] || log "WARNING: unmounting leftover $m"
 		umount "$m" 2>/dev/null || umount -l "$m"
 	done
 	# The kubelet's cgroups (and crib's pod cgroups under them), deepest first.
@@ -208,6 +212,7 @@ log "building crib into $D"
 (cd "$ROOT" && go build -o "$D/crib" ./cmd/crib)
 CRIB_METRICS_PORT=$(free_port 20550)
 mkdir -p "$D/state" "$D/root" "$D/cni" "$D/manifests" "$D/kubelet" "$D/pod-logs" "$D/volume-plugins"
+printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' "$SOCK" "$SOCK" >"$D/crictl.yaml"
 cat >"$D/crib.toml" <<EOF
 root = "$D/root"
 state = "$D/state"
