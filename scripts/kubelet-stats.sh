@@ -3,7 +3,15 @@
 # CRI (issue #13): a standalone kubelet with PodAndContainerStatsFromCRI=true
 # runs a static busybox pod on a crib daemon, and its /stats/summary and
 # /metrics/cadvisor must list the pod and its container with non-zero CPU
-# and memory.
+# and memory (the summary also a CPU rate, usageNanoCores), and crib's own
+# /metrics must count the kubelet's ListPodSandboxStats and
+# ListPodSandboxMetrics calls: a runtime answering Unimplemented would make
+# the kubelet fall back to its cAdvisor without a word.
+#
+# In /metrics/cadvisor, CPU times are whole seconds (a CRI Metric value is an
+# integer), so container_cpu_usage_seconds_total reads 0 for this pod's first
+# second of CPU; the check is on the series being there, and the summary
+# carries the nanoseconds.
 #
 # Usage: sudo scripts/kubelet-stats.sh
 # Environment:
@@ -14,8 +22,8 @@
 #   KEEP=1              leave the temp dir (logs, configs) behind after cleanup
 #
 # Not part of CI or scripts/test.sh: the kubelet is built from the Go module
-# proxy (k8s.io/kubernetes/cmd/kubelet, ~15-25 minutes on 2 busy cores, once,
-# then cached), and the kubelet changes host state a test run should not:
+# proxy (k8s.io/kubernetes/cmd/kubelet: 16 minutes on 2 busy cores the
+# first time, then cached; a run is then about 30 seconds), and the kubelet changes host state a test run should not:
 # run it by hand, as root, after changing crib's stats, metrics or cgroup
 # code, or when moving to a new kubelet minor. It needs cgroup v1 or v2 with
 # the cgroupfs driver, crictl, curl, jq, and the loopback registry of
@@ -365,6 +373,17 @@ jq --arg pod "$POD_FULL" '.pods[] | select(.podRef.name == $pod) |
 	 memory: {workingSetBytes: .memory.workingSetBytes, usageBytes: .memory.usageBytes},
 	 containers: [.containers[] | {name, cpu: {usageCoreNanoSeconds: .cpu.usageCoreNanoSeconds}, memory: {workingSetBytes: .memory.workingSetBytes}}]}' \
 	"$D/summary.json" 2>/dev/null || echo "(no summary)"
+# A CPU rate (usageNanoCores) needs two readings of the cgroup: crib
+# gives it from the second stats call on.
+nanocores=null
+for _ in $(seq 15); do
+	sleep 1
+	nanocores=$(curl -fsS -m 10 "$RO/stats/summary" | jq -c --arg pod "$POD_FULL" --arg ctr "$CTR" \
+		'.pods[] | select(.podRef.name == $pod) | [.cpu.usageNanoCores, (.containers[] | select(.name == $ctr) | .cpu.usageNanoCores)]')
+	[[ "$nanocores" == "[null"* || "$nanocores" == *"null]" ]] || break
+done
+echo "--- /stats/summary later: usageNanoCores [pod, $CTR] = $nanocores"
+echo "--- /metrics/resource: $(curl -fsS -m 10 "$RO/metrics/resource" | grep -E "^container_(cpu_usage_seconds_total|memory_working_set_bytes)\{container=\"$CTR\",namespace=\"default\",pod=\"$POD_FULL\"\}" | cut -d' ' -f1,2 | tr '\n' ' ')"
 echo "--- /metrics/cadvisor: series of $POD_FULL"
 grep -E '^container_(cpu_usage_seconds_total|memory_working_set_bytes|memory_usage_bytes|start_time_seconds)\{' "$D/cadvisor.txt" 2>/dev/null |
 	grep "pod=\"$POD_FULL\"" || echo "(none)"
@@ -381,6 +400,8 @@ for m in ListPodSandboxStats ListPodSandboxMetrics; do
 		die "the kubelet made no successful $m call to crib"
 done
 
+[[ "$nanocores" == "[null"* || "$nanocores" == *"null]" || -z "$nanocores" ]] &&
+	die "/stats/summary has no usageNanoCores for $POD_FULL or $CTR after 15s"
 [ $ok_summary = 1 ] || die "/stats/summary lacks pod $POD_FULL or container $CTR with non-zero CPU and memory (kubelet errors:$(printf '\n'); grep -E '^E[0-9]{4}' "$D/kubelet.log" | tail -15)"
 [ $ok_cadvisor = 1 ] || die "/metrics/cadvisor lacks container_cpu_usage_seconds_total and container_memory_working_set_bytes for $POD_FULL/$CTR (kubelet errors:$(printf '\n'); grep -E '^E[0-9]{4}' "$D/kubelet.log" | tail -15)"
 log "PASS: the kubelet's /stats/summary and /metrics/cadvisor show $POD_FULL/$CTR from crib's CRI stats"
