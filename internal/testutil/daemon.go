@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crib-dev/crib/internal/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -45,8 +44,8 @@ type Options struct {
 	// "{{.DataDir}}" in it are replaced by the daemon's own.
 	CNIConfList string
 	// ExtraConfig is TOML merged over the daemon's configuration, as a
-	// drop-in (90-test.toml in config.DropInDir): top-level keys and tables
-	// alike.
+	// drop-in (90-test.toml in the config's drop-in directory): top-level
+	// keys and tables alike.
 	ExtraConfig string
 	// Env are extra NAME=VALUE variables of the daemon's environment.
 	Env []string
@@ -142,7 +141,8 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 		t.Fatal(err)
 	}
 	if opts.ExtraConfig != "" {
-		WriteTree(t, config.DropInDir(d.Config), map[string]string{"90-test.toml": opts.ExtraConfig})
+		// config.DropInDir's naming; config's own tests use this package.
+		WriteTree(t, strings.TrimSuffix(d.Config, ".toml")+".d", map[string]string{"90-test.toml": opts.ExtraConfig})
 	}
 	if opts.CNIConfList != "" {
 		conf := strings.NewReplacer("{{.Bridge}}", d.Bridge, "{{.Subnet}}", d.Subnet,
