@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"os"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -47,6 +48,11 @@ func testPullBackOff(t *testing.T, s *suite) {
 // and at a subPath; the container reads both and cannot write, and the
 // runtime cannot remove the image while the pod runs.
 func testImageVolume(t *testing.T, s *suite) {
+	if os.Getenv(EndpointEnv) != "" {
+		// containerd 1.6, the other runtime this suite drives, predates
+		// KEP-4639 and takes an image mount for a host path of "".
+		t.Skipf("%s is set: image volumes need a runtime that has them, as crib does", EndpointEnv)
+	}
 	const name = "image-volume"
 	app := s.env.shell("app", `test -x /img/bin/busybox && echo whole=ok; `+
 		`test -x /ibin/busybox && echo sub=ok; `+
