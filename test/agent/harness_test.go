@@ -23,12 +23,18 @@ import (
 
 // Timeouts of the suite's waits: deadlines for things to happen, never
 // performance assertions.
-const (
+var (
 	pollEvery    = 100 * time.Millisecond
-	shortWait    = 30 * time.Second
-	longWait     = 60 * time.Second
-	teardownWait = 90 * time.Second
+	shortWait    = testutil.Patience(30 * time.Second)
+	longWait     = testutil.Patience(60 * time.Second)
+	teardownWait = testutil.Patience(90 * time.Second)
 )
+
+// crashBackoff is the agent's first restart back-off; it doubles up to
+// four times that. Emulated (testutil.Patience), a 1 s back-off can come
+// and go between two syncs that publish the status, so it stretches there
+// and the scenarios read it back from here.
+var crashBackoff = testutil.Patience(time.Second)
 
 // nodeName is the node the test agents claim to be.
 const nodeName = "agent-test-node"
@@ -104,7 +110,7 @@ func (h *harness) config() agent.Config {
 		Images:         h.env.images,
 		RelistInterval: time.Second,
 		ResyncInterval: 2 * time.Second,
-		CrashBackoff:   backoff.Config{Initial: time.Second, Max: 4 * time.Second, ResetAfter: 10 * time.Minute},
+		CrashBackoff:   backoff.Config{Initial: crashBackoff, Max: 4 * crashBackoff, ResetAfter: 10 * time.Minute},
 		Log:            slog.New(slog.NewTextHandler(h.logFile, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }

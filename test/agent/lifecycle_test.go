@@ -104,13 +104,13 @@ func testCrashLoopAlways(t *testing.T, s *suite) {
 				readyInBackoff = true
 			}
 		}
-		return restarts(p, "app") >= 3 && delays.has("4s")
+		return restarts(p, "app") >= 3 && delays.has((4 * crashBackoff).String())
 	})
 	if !reasons.has("CrashLoopBackOff") {
 		t.Errorf("waiting reasons seen %v, want CrashLoopBackOff among them", reasons)
 	}
-	if !delays.has("1s", "2s", "4s") {
-		t.Errorf("back-off delays seen %v, want 1s, 2s, 4s in that order", delays)
+	if want := []string{crashBackoff.String(), (2 * crashBackoff).String(), (4 * crashBackoff).String()}; !delays.has(want...) {
+		t.Errorf("back-off delays seen %v, want %v in that order", delays, want)
 	}
 	if readyInBackoff {
 		t.Errorf("the pod was Ready while its only container waited in CrashLoopBackOff")
