@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 func TestValidateCDISpecDirs(t *testing.T) {
@@ -46,18 +48,12 @@ func TestLoadCDITable(t *testing.T) {
 		t.Fatalf("default cdi.spec_dirs = %q, want %q", got, want)
 	}
 	dir := t.TempDir()
-	main := filepath.Join(dir, "crib.toml")
-	if err := os.WriteFile(main, []byte("[cdi]\nspec_dirs = [\"/etc/cdi\", \"/var/run/cdi\", \"/opt/cdi\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dropins := filepath.Join(dir, "crib.d")
-	if err := os.Mkdir(dropins, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteTree(t, dir, map[string]string{
+		"crib.toml":          "[cdi]\nspec_dirs = [\"/etc/cdi\", \"/var/run/cdi\", \"/opt/cdi\"]\n",
+		"crib.d/10-cdi.toml": "# devices\n[cdi]\nspec_dirs = [\"/srv/cdi\"]\n",
+	})
+	main, dropins := filepath.Join(dir, "crib.toml"), filepath.Join(dir, "crib.d")
 	good := filepath.Join(dropins, "10-cdi.toml")
-	if err := os.WriteFile(good, []byte("# devices\n[cdi]\nspec_dirs = [\"/srv/cdi\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	l, err := LoadFiles(main, false)
 	if err == nil {
 		err = l.Validate()

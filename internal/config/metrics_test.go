@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 func TestValidateMetricsAddress(t *testing.T) {
@@ -44,18 +46,12 @@ func TestLoadMetricsTable(t *testing.T) {
 		t.Fatalf("default metrics.address = %q, want empty (off)", got)
 	}
 	dir := t.TempDir()
-	main := filepath.Join(dir, "crib.toml")
-	if err := os.WriteFile(main, []byte("log_level = \"info\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dropins := filepath.Join(dir, "crib.d")
-	if err := os.Mkdir(dropins, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteTree(t, dir, map[string]string{
+		"crib.toml":              "log_level = \"info\"\n",
+		"crib.d/10-metrics.toml": "[metrics]\naddress = \"127.0.0.1:9123\"\n",
+	})
+	main, dropins := filepath.Join(dir, "crib.toml"), filepath.Join(dir, "crib.d")
 	good := filepath.Join(dropins, "10-metrics.toml")
-	if err := os.WriteFile(good, []byte("[metrics]\naddress = \"127.0.0.1:9123\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	l, err := LoadFiles(main, false)
 	if err == nil {
 		err = l.Validate()
