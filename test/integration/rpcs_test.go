@@ -120,13 +120,7 @@ func TestStreamedListsMatchLists(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []*runtimeapi.Container
-			for resp, err := range recvAll(stream.Recv) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, resp.Containers...)
-			}
+			got := collect(t, stream.Recv, func(r *runtimeapi.StreamContainersResponse) []*runtimeapi.Container { return r.Containers })
 			sameItems(t, f.String(), list.Containers, got, (*runtimeapi.Container).GetId)
 		}
 	})
@@ -140,13 +134,7 @@ func TestStreamedListsMatchLists(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []*runtimeapi.PodSandbox
-			for resp, err := range recvAll(stream.Recv) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, resp.PodSandboxes...)
-			}
+			got := collect(t, stream.Recv, func(r *runtimeapi.StreamPodSandboxesResponse) []*runtimeapi.PodSandbox { return r.PodSandboxes })
 			sameItems(t, f.String(), list.Items, got, (*runtimeapi.PodSandbox).GetId)
 		}
 	})
@@ -159,13 +147,7 @@ func TestStreamedListsMatchLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []*runtimeapi.Image
-		for resp, err := range recvAll(stream.Recv) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, resp.Images...)
-		}
+		got := collect(t, stream.Recv, func(r *runtimeapi.StreamImagesResponse) []*runtimeapi.Image { return r.Images })
 		if len(got) == 0 {
 			t.Error("StreamImages sent no image; the test image is there")
 		}
@@ -186,13 +168,8 @@ func TestStreamedListsMatchLists(t *testing.T) {
 		for _, s := range list.Stats {
 			want = append(want, s.GetAttributes().GetId())
 		}
-		for resp, err := range recvAll(stream.Recv) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range resp.ContainerStats {
-				got = append(got, s.GetAttributes().GetId())
-			}
+		for _, s := range collect(t, stream.Recv, func(r *runtimeapi.StreamContainerStatsResponse) []*runtimeapi.ContainerStats { return r.ContainerStats }) {
+			got = append(got, s.GetAttributes().GetId())
 		}
 		sameIDs(t, "container stats", want, got, 2)
 	})
@@ -209,31 +186,29 @@ func TestStreamedListsMatchLists(t *testing.T) {
 		for _, s := range list.Stats {
 			want = append(want, s.GetAttributes().GetId())
 		}
-		for resp, err := range recvAll(stream.Recv) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range resp.PodSandboxStats {
-				got = append(got, s.GetAttributes().GetId())
-			}
+		for _, s := range collect(t, stream.Recv, func(r *runtimeapi.StreamPodSandboxStatsResponse) []*runtimeapi.PodSandboxStats {
+			return r.PodSandboxStats
+		}) {
+			got = append(got, s.GetAttributes().GetId())
 		}
 		sameIDs(t, "pod stats", want, got, 2)
 	})
 }
 
-// recvAll yields a stream's responses until it ends; an error other than
-// the stream's end is yielded once, last.
-func recvAll[T any](recv func() (T, error)) func(yield func(T, error) bool) {
-	return func(yield func(T, error) bool) {
-		for {
-			resp, err := recv()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if !yield(resp, err) || err != nil {
-				return
-			}
+// collect receives a stream's responses until it ends and returns their
+// items, failing the test on an error.
+func collect[R, T any](t *testing.T, recv func() (R, error), items func(R) []T) []T {
+	t.Helper()
+	var all []T
+	for {
+		resp, err := recv()
+		if errors.Is(err, io.EOF) {
+			return all
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, items(resp)...)
 	}
 }
 
