@@ -112,9 +112,9 @@ type Config struct {
 	Hugetlb bool
 	// HostCaps bounds the capabilities containers may get.
 	HostCaps ocispec.HostCaps
-	// RecursiveReadOnly names the runtime handlers that make "rro" mounts
-	// (the runtime and the kernel must both support them).
-	RecursiveReadOnly map[string]bool
+	// Support is, by runtime handler, what its runtime and the kernel make
+	// possible ("rro" mounts, user namespaces).
+	Support map[string]ociruntime.Support
 	// Events, when set, is told of every container created, started,
 	// stopped (exited) and removed; nil publishes nothing.
 	Events events.Publisher
@@ -136,7 +136,7 @@ type Manager struct {
 	mu   sync.RWMutex
 	byID map[string]*entry
 
-	// rtMu guards cfg.Runtimes and cfg.RecursiveReadOnly, which a
+	// rtMu guards cfg.Runtimes and cfg.Support, which a
 	// configuration reload replaces (SetRuntimes).
 	rtMu sync.RWMutex
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/cdi"
@@ -104,15 +105,15 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	// The spec phase: the rootfs, the image volumes, the OCI spec and the
 	// bundle.
 	began := time.Now()
-	rootfs, err := m.mountRootfs(id, img)
+	ns, err := m.namespaces(sb, cfg)
+	if err != nil {
+		return err
+	}
+	rootfs, err := m.mountRootfs(id, img, ns.User)
 	if err != nil {
 		return err
 	}
 	volumes, err := m.mountImageVolumes(id, cfg, vols, &rollback)
-	if err != nil {
-		return err
-	}
-	ns, err := m.namespaces(sb, cfg)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		OOMScoreAdjMin:             m.cfg.OOMScoreAdjMin,
 		HostCaps:                   m.cfg.HostCaps,
 		Hugetlb:                    m.cfg.Hugetlb,
-		RecursiveReadOnlySupported: m.recursiveReadOnly(sb.RuntimeHandler),
+		RecursiveReadOnlySupported: m.support(sb.RuntimeHandler).RecursiveReadOnly,
 	})
 	if err != nil {
 		return fmt.Errorf("build OCI spec: %w", err)
@@ -218,8 +219,10 @@ func imageRef(img image.Image) string {
 }
 
 // mountRootfs mounts the container's overlay rootfs: the image's layers
-// read-only under a writable upper dir in the bundle.
-func (m *Manager) mountRootfs(id string, img image.Image) (string, error) {
+// read-only under a writable upper dir in the bundle. In a pod of its own
+// user namespace the layers are seen through its id mapping, and the
+// upper dir's root belongs to the pod's root.
+func (m *Manager) mountRootfs(id string, img image.Image, userns *ocispec.UserNamespace) (string, error) {
 	lower, err := m.images.LowerDirs(img)
 	if err != nil {
 		return "", fmt.Errorf("prepare rootfs: %w", err)
@@ -240,6 +243,12 @@ func (m *Manager) mountRootfs(id string, img image.Image) (string, error) {
 		}
 		lower = []string{empty}
 	}
+	if userns != nil {
+		if err := mountMappedRootfs(lower, upper, work, rootfs, filepath.Join(b, "mapped"), userns); err != nil {
+			return "", fmt.Errorf("mount rootfs: %w", err)
+		}
+		return rootfs, nil
+	}
 	ov := mount.Mount{Type: "overlay", Source: "overlay", Options: []string{
 		"lowerdir=" + strings.Join(lower, ":"), "upperdir=" + upper, "workdir=" + work,
 	}}
@@ -247,6 +256,21 @@ func (m *Manager) mountRootfs(id string, img image.Image) (string, error) {
 		return "", fmt.Errorf("mount rootfs: %w", err)
 	}
 	return rootfs, nil
+}
+
+// mountMappedRootfs mounts the overlay of id-mapped layers for a container
+// in the user namespace userns. Only the (empty) upper dir is chowned, to
+// the host ids of the pod's root: the merged root takes its owner.
+func mountMappedRootfs(lower []string, upper, work, rootfs, scratch string, userns *ocispec.UserNamespace) error {
+	if err := os.Lchown(upper, int(userns.UIDs[0].HostID), int(userns.GIDs[0].HostID)); err != nil {
+		return fmt.Errorf("give the upper dir to the pod's root: %w", err)
+	}
+	f, err := os.Open(userns.Path)
+	if err != nil {
+		return fmt.Errorf("open the pod's user namespace: %w", err)
+	}
+	defer f.Close()
+	return mount.IDMappedOverlay(lower, upper, work, rootfs, scratch, f)
 }
 
 func writeSpec(bundle string, spec any) error {
@@ -275,6 +299,11 @@ func (m *Manager) namespaces(sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig
 		HostIPC:     podNS.GetIpc() == runtimeapi.NamespaceMode_NODE,
 	}
 	ctrNS := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	user, err := userNamespace(sb, ctrNS.GetUsernsOptions())
+	if err != nil {
+		return ns, err
+	}
+	ns.User = user
 	switch ctrNS.GetPid() {
 	case runtimeapi.NamespaceMode_NODE:
 		ns.HostPID = true
@@ -300,4 +329,25 @@ func (m *Manager) cgroupsPath(sb sandbox.Sandbox, id string) string {
 		return sb.CgroupParent + ":crib:" + id
 	}
 	return filepath.Join(sb.CgroupParent, id)
+}
+
+// userNamespace is the user namespace a container of sb joins: its pod's,
+// if the pod has one. A container cannot choose another: userns_options,
+// when given, must say what the pod's say.
+func userNamespace(sb sandbox.Sandbox, opts *runtimeapi.UserNamespace) (*ocispec.UserNamespace, error) {
+	const field = "config.linux.security_context.namespace_options.userns_options"
+	podOpts := sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	if opts != nil && !proto.Equal(opts, podOpts) {
+		if sb.UserNS != "" || opts.GetMode() != runtimeapi.NamespaceMode_NODE {
+			return nil, fmt.Errorf("%s differ from the pod's: a container joins its pod's user namespace: %w", field, errdefs.ErrInvalidArgument)
+		}
+	}
+	if sb.UserNS == "" {
+		return nil, nil
+	}
+	return &ocispec.UserNamespace{
+		Path: sb.UserNS,
+		UIDs: ocispec.IDMappings(podOpts.GetUids()),
+		GIDs: ocispec.IDMappings(podOpts.GetGids()),
+	}, nil
 }

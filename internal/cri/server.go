@@ -10,6 +10,7 @@ import (
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/usage"
 )
@@ -35,9 +36,7 @@ type Network interface {
 // Handler is one runtime handler and what it supports.
 type Handler struct {
 	Name string
-	// RecursiveReadOnly says the handler's runtime and the kernel make
-	// recursive read-only mounts.
-	RecursiveReadOnly bool
+	ociruntime.Support
 }
 
 // handler returns the handler named name.

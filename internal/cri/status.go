@@ -29,7 +29,7 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 	for _, h := range s.currentInfo().Handlers {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
 			Name:     h.Name,
-			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnly, UserNamespaces: false},
+			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnly, UserNamespaces: h.UserNamespaces()},
 		})
 	}
 	if req.GetVerbose() {

@@ -112,25 +112,28 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		Systemd:      sd,
 		Events:       d.events,
 		Tracer:       d.metrics,
+		// The container manager knows the handlers' runtimes; it is made
+		// next, before any request.
+		UserNamespaces: func(handler string) error { return d.containers.UserNamespaces(handler) },
 	}, db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
 	d.monitors = monitor.NewPool(d.self, 1)
 	d.opened.add("idle monitors", func() error { d.monitors.Close(); return nil })
 	d.containers = container.New(container.Config{
-		BundleDir:         filepath.Join(d.cfg.Root, "containers"),
-		StateDir:          filepath.Join(d.cfg.State, "containers"),
-		Monitors:          d.monitors,
-		RecursiveReadOnly: rroHandlers(handlers),
-		Runtimes:          runtimes,
-		CgroupDriver:      d.cfg.CgroupDriver,
-		CgroupV2:          cgroups.Mode() == cgroups.Unified,
-		OOMScoreAdjMin:    oomScoreAdjMin(),
-		HostCaps:          hostCaps,
-		Hugetlb:           hasController("hugetlb"),
-		Events:            d.events,
-		Tracer:            d.metrics,
-		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
+		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
+		StateDir:       filepath.Join(d.cfg.State, "containers"),
+		Monitors:       d.monitors,
+		Support:        supportByHandler(handlers),
+		Runtimes:       runtimes,
+		CgroupDriver:   d.cfg.CgroupDriver,
+		CgroupV2:       cgroups.Mode() == cgroups.Unified,
+		OOMScoreAdjMin: oomScoreAdjMin(),
+		HostCaps:       hostCaps,
+		Hugetlb:        hasController("hugetlb"),
+		Events:         d.events,
+		Tracer:         d.metrics,
+		CDI:            cdi.New(d.cfg.CDI.SpecDirs),
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	return nil

@@ -3,15 +3,18 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"sort"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
@@ -27,6 +30,7 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 	}
 	sort.Strings(names)
 	kernelRRO := kernelAtLeast(5, 12) // mount_setattr(2)
+	kernelIDMap := d.probeIDMappedOverlay(cfg.Root)
 	for _, name := range names {
 		rc := cfg.Runtimes[name]
 		path, err := exec.LookPath(rc.Path)
@@ -48,7 +52,13 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 		if err != nil {
 			d.log.Debug("runtime does not describe its features", "handler", name, "err", err)
 		}
-		h := cri.Handler{Name: name, RecursiveReadOnly: kernelRRO && slices.Contains(features.MountOptions, "rro")}
+		h := cri.Handler{Name: name, Support: ociruntime.Support{
+			RecursiveReadOnly:     kernelRRO && slices.Contains(features.MountOptions, "rro"),
+			UserNamespacesMissing: userNamespacesMissing(path, features, kernelIDMap),
+		}}
+		if !h.UserNamespaces() {
+			d.log.Info("pods of this handler cannot have user namespaces of their own", "handler", name, "missing", h.UserNamespacesMissing)
+		}
 		out[name] = rt
 		handlers = append(handlers, h)
 		if name == cfg.DefaultRuntime {
@@ -61,15 +71,49 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 	return out, handlers, nil
 }
 
-// rroHandlers names the handlers that make recursive read-only mounts.
-func rroHandlers(handlers []cri.Handler) map[string]bool {
-	out := map[string]bool{}
+// supportByHandler is what each handler supports, by name.
+func supportByHandler(handlers []cri.Handler) map[string]ociruntime.Support {
+	out := make(map[string]ociruntime.Support, len(handlers))
 	for _, h := range handlers {
-		if h.RecursiveReadOnly {
-			out[h.Name] = true
-		}
+		out[h.Name] = h.Support
 	}
 	return out
+}
+
+// userNamespacesMissing says what keeps the runtime at path from running
+// pods in user namespaces of their own, or "" when nothing does.
+func userNamespacesMissing(path string, features ociruntime.Features, kernelIDMap error) string {
+	switch {
+	case !features.Linux.MountExtensions.IDMap.Enabled:
+		return fmt.Sprintf("the OCI runtime %s has no id-mapped mounts (runc 1.2 or later has them)", path)
+	case kernelIDMap != nil:
+		return fmt.Sprintf("the kernel cannot mount overlays of id-mapped layers (Linux 6.8 or later can): %v", kernelIDMap)
+	}
+	return ""
+}
+
+// probeIDMappedOverlay tries an overlay of id-mapped layers on the file
+// system of root, where the containers' rootfs are mounted, in a user
+// namespace made for the probe.
+func (d *Daemon) probeIDMappedOverlay(root string) error {
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		return err
+	}
+	cmd := exec.Command(d.self, "pause", "idmap-probe")
+	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER, UidMappings: m, GidMappings: m, Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("make a user namespace: %w", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
+	if err != nil {
+		return err
+	}
+	defer userns.Close()
+	return mount.ProbeIDMappedOverlay(root, userns)
 }
 
 // kernelAtLeast reports whether the running kernel is major.minor or later.

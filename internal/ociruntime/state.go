@@ -76,6 +76,13 @@ func (r *Runtime) Version(ctx context.Context) (string, error) {
 // runtime features document). Runtimes too old to answer have none.
 type Features struct {
 	MountOptions []string `json:"mountOptions"`
+	Linux        struct {
+		MountExtensions struct {
+			IDMap struct {
+				Enabled bool `json:"enabled"`
+			} `json:"idmap"`
+		} `json:"mountExtensions"`
+	} `json:"linux"`
 }
 
 // Features asks the runtime what it supports.
@@ -90,3 +97,17 @@ func (r *Runtime) Features(ctx context.Context) (Features, error) {
 	}
 	return f, nil
 }
+
+// Support is what a runtime handler makes possible on this host: its
+// runtime's features and the kernel's together.
+type Support struct {
+	// RecursiveReadOnly: "rro" mounts.
+	RecursiveReadOnly bool
+	// UserNamespacesMissing is empty when pods can have user namespaces of
+	// their own (id-mapped mounts in the runtime, id-mapped overlay layers
+	// in the kernel); otherwise it says what is missing.
+	UserNamespacesMissing string
+}
+
+// UserNamespaces reports whether pods can have user namespaces of their own.
+func (s Support) UserNamespaces() bool { return s.UserNamespacesMissing == "" }

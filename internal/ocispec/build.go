@@ -24,6 +24,19 @@ type Namespaces struct {
 	HostNetwork bool
 	HostIPC     bool
 	HostPID     bool
+
+	// User, when set, is the pod's own user namespace, which the container
+	// joins; nil runs it with the host's users.
+	User *UserNamespace
+}
+
+// UserNamespace is a pinned user namespace and its id mappings. Every bind
+// mount of a container in it is id-mapped the same way, so that a file
+// owned by 0 on the host is owned by the pod's root, as containerd does.
+type UserNamespace struct {
+	Path string
+	UIDs []specs.LinuxIDMapping
+	GIDs []specs.LinuxIDMapping
 }
 
 // SandboxFiles are host paths the sandbox prepared for its containers. Each

@@ -133,8 +133,17 @@ func TestBuildErrors(t *testing.T) {
 			modify: func(t *testing.T, f *fixture, in *Input) {
 				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/m", HostPath: f.host, UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}}
 			},
-			class:   errdefs.ErrNotImplemented,
-			wantErr: "mounts[0]",
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "mounts[0].uidMappings",
+		},
+		{
+			name: "id-mapped mount with uids only",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				in.Namespaces.User = &UserNamespace{Path: "/run/userns", UIDs: []specs.LinuxIDMapping{{HostID: 1 << 16, Size: 1 << 16}}, GIDs: []specs.LinuxIDMapping{{HostID: 1 << 16, Size: 1 << 16}}}
+				in.Container.Mounts = []*runtimeapi.Mount{{ContainerPath: "/m", HostPath: f.host, UidMappings: []*runtimeapi.IDMapping{{Length: 1}}}}
+			},
+			class:   errdefs.ErrInvalidArgument,
+			wantErr: "gidMappings",
 		},
 		{
 			name: "net sysctl with host network",
@@ -198,14 +207,6 @@ func TestBuildErrors(t *testing.T) {
 			},
 			class:   errdefs.ErrInvalidArgument,
 			wantErr: "apparmor",
-		},
-		{
-			name: "user namespace",
-			modify: func(t *testing.T, f *fixture, in *Input) {
-				in.Container.Linux.SecurityContext.NamespaceOptions.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}
-			},
-			class:   errdefs.ErrNotImplemented,
-			wantErr: "user namespaces",
 		},
 		{
 			name: "missing device",
@@ -417,5 +418,53 @@ func TestBuildMinimalConfig(t *testing.T) {
 	if spec.Linux.Seccomp != nil || spec.Process.OOMScoreAdj != nil || spec.Hostname != "" || len(spec.Process.Capabilities.Bounding) != 14 {
 		t.Errorf("unexpected defaults: seccomp %v, oom %v, hostname %q, caps %v",
 			spec.Linux.Seccomp, spec.Process.OOMScoreAdj, spec.Hostname, spec.Process.Capabilities.Bounding)
+	}
+}
+
+func TestBuildUserNamespace(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	pod := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
+	own := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: 5 << 16, Length: 1 << 16}}
+	in.Namespaces.User = &UserNamespace{Path: "/run/crib/ns/user", UIDs: pod, GIDs: pod}
+	in.Container.Mounts = []*runtimeapi.Mount{
+		{ContainerPath: "/data", HostPath: f.hostDir(t, "data")},
+		{ContainerPath: "/own", HostPath: f.hostDir(t, "own"), UidMappings: own, GidMappings: own},
+	}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Linux.Namespaces[0]; got != (specs.LinuxNamespace{Type: specs.UserNamespace, Path: "/run/crib/ns/user"}) {
+		t.Errorf("first namespace = %+v, want the pod's user namespace", got)
+	}
+	if diff := cmp.Diff(pod, spec.Linux.UIDMappings); diff != "" {
+		t.Errorf("uid mappings (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(pod, spec.Linux.GIDMappings); diff != "" {
+		t.Errorf("gid mappings (-want +got):\n%s", diff)
+	}
+	// Every bind mount is mapped: the pod's files, /dev/shm and the CRI
+	// mounts, each by its own mapping if it names one, else the pod's;
+	// the kernel file systems are mounted inside and are not.
+	wantMapped := map[string][]specs.LinuxIDMapping{
+		"/etc/hostname": pod, "/etc/resolv.conf": pod, "/etc/hosts": pod, "/dev/shm": pod,
+		"/data": pod, "/own": IDMappings(own),
+	}
+	for _, m := range spec.Mounts {
+		want := wantMapped[m.Destination]
+		if m.Type != "bind" {
+			want = nil
+		}
+		if diff := cmp.Diff(want, m.UIDMappings); diff != "" {
+			t.Errorf("%s uid mappings (-want +got):\n%s", m.Destination, diff)
+		}
+		if diff := cmp.Diff(want, m.GIDMappings); diff != "" {
+			t.Errorf("%s gid mappings (-want +got):\n%s", m.Destination, diff)
+		}
+		delete(wantMapped, m.Destination)
+	}
+	if len(wantMapped) > 0 {
+		t.Errorf("mounts missing from the spec: %v", wantMapped)
 	}
 }

@@ -37,7 +37,25 @@ func (b *builder) mounts() error {
 		return depth(x.Destination) - depth(y.Destination)
 	})
 	b.spec.Mounts = append(out, cri...)
+	b.mapBindMounts()
 	return nil
+}
+
+// mapBindMounts id-maps, in a pod of its own user namespace, every bind
+// mount from the host that names no mapping of its own (the kernel file
+// systems are mounted inside the namespace and need none): the pod's root
+// owns what the host's root owns, and what it writes is stored as the
+// host's root, as under containerd and CRI-O.
+func (b *builder) mapBindMounts() {
+	u := b.in.Namespaces.User
+	if u == nil {
+		return
+	}
+	for i, m := range b.spec.Mounts {
+		if m.Type == "bind" && m.UIDMappings == nil && m.GIDMappings == nil {
+			b.spec.Mounts[i].UIDMappings, b.spec.Mounts[i].GIDMappings = u.UIDs, u.GIDs
+		}
+	}
 }
 
 // standardMounts are the kernel file systems every container gets. /sys
@@ -90,7 +108,7 @@ func (b *builder) criMounts() ([]specs.Mount, error) {
 		if m.GetImage().GetImage() != "" {
 			sm, err = imageMount(i, m, b.in.ImageVolumes[i])
 		} else {
-			sm, err = convertMount(i, m, b.in.RecursiveReadOnlySupported)
+			sm, err = convertMount(i, m, b.in.RecursiveReadOnlySupported, b.in.Namespaces.User != nil)
 		}
 		if err != nil {
 			return nil, err
@@ -114,14 +132,15 @@ func (b *builder) criMounts() ([]specs.Mount, error) {
 
 // convertMount turns CRI mount i into a bind mount. The source must exist;
 // symlinks in it are resolved on the host.
-func convertMount(i int, m *runtimeapi.Mount, rroSupported bool) (specs.Mount, error) {
+func convertMount(i int, m *runtimeapi.Mount, rroSupported, userns bool) (specs.Mount, error) {
 	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
 	dst := m.GetContainerPath()
 	if !filepath.IsAbs(dst) {
 		return specs.Mount{}, fmt.Errorf("%s %q is not absolute: %w", field("container_path"), dst, errdefs.ErrInvalidArgument)
 	}
-	if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
-		return specs.Mount{}, fmt.Errorf("%s: id-mapped mounts are not supported: %w", field("uidMappings"), errdefs.ErrNotImplemented)
+	uids, gids, err := mountMappings(i, m, userns)
+	if err != nil {
+		return specs.Mount{}, err
 	}
 	src := m.GetHostPath()
 	if src == "" {
@@ -153,7 +172,31 @@ func convertMount(i int, m *runtimeapi.Mount, rroSupported bool) (specs.Mount, e
 		opts = append(opts, "rw")
 	}
 	opts = append(opts, m.GetMountOptions()...)
-	return specs.Mount{Destination: filepath.Clean(dst), Type: "bind", Source: resolved, Options: opts}, nil
+	return specs.Mount{Destination: filepath.Clean(dst), Type: "bind", Source: resolved, Options: opts, UIDMappings: uids, GIDMappings: gids}, nil
+}
+
+// mountMappings are the id mappings CRI mount i names for itself. Only a
+// container in its pod's own user namespace can have them, and then both.
+func mountMappings(i int, m *runtimeapi.Mount, userns bool) (uids, gids []specs.LinuxIDMapping, err error) {
+	if len(m.GetUidMappings()) == 0 && len(m.GetGidMappings()) == 0 {
+		return nil, nil, nil
+	}
+	switch {
+	case !userns:
+		return nil, nil, fmt.Errorf("mounts[%d].uidMappings: an id-mapped mount needs a pod in its own user namespace: %w", i, errdefs.ErrInvalidArgument)
+	case len(m.GetUidMappings()) == 0 || len(m.GetGidMappings()) == 0:
+		return nil, nil, fmt.Errorf("mounts[%d]: an id-mapped mount needs both uidMappings and gidMappings: %w", i, errdefs.ErrInvalidArgument)
+	}
+	return IDMappings(m.GetUidMappings()), IDMappings(m.GetGidMappings()), nil
+}
+
+// IDMappings converts CRI id mappings to the OCI spec's.
+func IDMappings(ms []*runtimeapi.IDMapping) []specs.LinuxIDMapping {
+	out := make([]specs.LinuxIDMapping, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, specs.LinuxIDMapping{ContainerID: m.GetContainerId(), HostID: m.GetHostId(), Size: m.GetLength()})
+	}
+	return out
 }
 
 // imageMount turns CRI mount i, which names an image, into a read-only

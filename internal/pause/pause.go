@@ -40,23 +40,32 @@ func reap() {
 	}
 }
 
-// Start runs `self pause SANDBOX-ID` as the init of a new PID namespace
-// and returns its pid on the host. The sandbox id on its command line lets
-// a restarted daemon find a pause whose pid it never recorded (see Find).
-func Start(self, sandboxID string) (int, error) {
+// Command is `self pause SANDBOX-ID`, not started, in a session of its
+// own. The sandbox id on its command line lets a restarted daemon find a
+// pause whose pid it never recorded (see Find).
+func Command(self, sandboxID string) *exec.Cmd {
 	cmd := exec.Command(self, "pause", sandboxID)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:     true,
-		Cloneflags: unix.CLONE_NEWPID,
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// Start runs Command as the init of a new PID namespace and returns its pid
+// on the host.
+func Start(self, sandboxID string) (int, error) {
+	cmd := Command(self, sandboxID)
+	cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWPID
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start pause: %w", err)
 	}
-	pid := cmd.Process.Pid
-	// Collect the process if it dies while this daemon runs; after a daemon
-	// restart init collects it instead.
+	return Collect(cmd), nil
+}
+
+// Collect returns the pid of a started pause and collects the process
+// when it dies while this daemon runs; after a daemon restart init
+// collects it instead.
+func Collect(cmd *exec.Cmd) int {
 	go func() { _ = cmd.Wait() }()
-	return pid, nil
+	return cmd.Process.Pid
 }
 
 // Find returns the pids of the pause processes of sandboxID.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/events"
@@ -21,6 +23,9 @@ import (
 // retry of a Run that timed out gets the first attempt's sandbox.
 func (m *Manager) Run(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	if err := validate(cfg); err != nil {
+		return "", err
+	}
+	if err := m.userNamespaceSupport(cfg, handler); err != nil {
 		return "", err
 	}
 	id := ids.New()
@@ -98,13 +103,13 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	}
 	var pinned map[netns.Kind]string
 	err = m.timed(id, phaseNamespaces, func() (err error) {
-		pinned, err = netns.Pin(netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname})
+		pinned, err = m.pinNamespaces(s, kinds, hostname)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	s.NetNS, s.IPCNS, s.UTSNS = pinned[netns.Net], pinned[netns.IPC], pinned[netns.UTS]
+	s.NetNS, s.IPCNS, s.UTSNS, s.UserNS = pinned[netns.Net], pinned[netns.IPC], pinned[netns.UTS], pinned[netns.User]
 	if !hostNet {
 		if err := m.timed(id, phaseCNIAdd, func() error { return m.attach(ctx, s) }); err != nil {
 			return err
@@ -126,7 +131,7 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		}
 	}
 
-	if ns.GetPid() == runtimeapi.NamespaceMode_POD {
+	if ns.GetPid() == runtimeapi.NamespaceMode_POD && s.PausePid == 0 {
 		pid, err := pause.Start(m.cfg.Self, s.ID)
 		if err != nil {
 			return err
@@ -175,4 +180,56 @@ func (m *Manager) writeFiles(s *Sandbox, hostNet bool, hostname string) error {
 		}
 	}
 	return nil
+}
+
+// userNamespaceSupport refuses a pod that asks for a user namespace of its
+// own when its handler cannot give it one, before anything is made.
+func (m *Manager) userNamespaceSupport(cfg *runtimeapi.PodSandboxConfig, handler string) error {
+	userns, _ := UserNamespace(cfg.GetLinux().GetSecurityContext().GetNamespaceOptions())
+	if userns == nil {
+		return nil
+	}
+	if m.cfg.UserNamespaces == nil {
+		return fmt.Errorf("%s: user namespaces are not supported by this runtime: %w", usernsField, errdefs.ErrFailedPrecondition)
+	}
+	if err := m.cfg.UserNamespaces(handler); err != nil {
+		return fmt.Errorf("%s: runtime handler %q: %w", usernsField, handler, err)
+	}
+	return nil
+}
+
+// pinNamespaces makes and pins the pod's namespaces of kinds. A pod of its
+// own user namespace has them made by a child process inside it: the pause,
+// kept as the init of the pod's PID namespace when the pod shares one, else
+// ended at once.
+func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string) (map[netns.Kind]string, error) {
+	req := netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname}
+	nsOpts := s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	userns, err := UserNamespace(nsOpts)
+	if err != nil || userns == nil {
+		if err != nil {
+			return nil, err
+		}
+		return netns.Pin(req)
+	}
+	cmd := pause.Command(m.cfg.Self, s.ID)
+	sharedPID := nsOpts.GetPid() == runtimeapi.NamespaceMode_POD
+	if sharedPID {
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
+	}
+	pinned, err := netns.PinIn(cmd, *userns, req)
+	if err != nil {
+		return nil, err
+	}
+	if !sharedPID {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return pinned, nil
+	}
+	s.PausePid = pause.Collect(cmd)
+	if s.PauseStart, err = pause.StartTime(s.PausePid); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("read pause start time: %w", err)
+	}
+	return pinned, nil
 }

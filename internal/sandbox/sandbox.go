@@ -40,6 +40,9 @@ type Sandbox struct {
 	// NetNS, IPCNS and UTSNS are pinned namespace paths; empty when the pod
 	// uses the host's namespace.
 	NetNS, IPCNS, UTSNS string
+	// UserNS is the pod's pinned user namespace, which owns the others;
+	// empty when the pod runs with the host's users.
+	UserNS string
 	// ShmPath is mounted at the containers' /dev/shm.
 	ShmPath string
 	// PausePid and PauseStart identify the init of a shared PID namespace;
@@ -101,6 +104,10 @@ type Config struct {
 	Events events.Publisher
 	// Tracer, when set, is told of the phases of each pod's start.
 	Tracer Tracer
+	// UserNamespaces says whether pods of a runtime handler can have user
+	// namespaces of their own: nil if so, else an error saying what is
+	// missing. Unset means never.
+	UserNamespaces func(handler string) error
 }
 
 // Network is what the Manager needs of pod networking.

@@ -31,8 +31,6 @@ func validate(cfg *runtimeapi.PodSandboxConfig) error {
 	if ns.GetNetwork() == runtimeapi.NamespaceMode_TARGET || ns.GetIpc() == runtimeapi.NamespaceMode_TARGET {
 		return fmt.Errorf("config.linux.security_context.namespace_options: TARGET is only valid for pid: %w", errdefs.ErrInvalidArgument)
 	}
-	if ns.GetUsernsOptions() != nil && ns.GetUsernsOptions().GetMode() == runtimeapi.NamespaceMode_POD {
-		return fmt.Errorf("config.linux.security_context.namespace_options.userns_options: user namespaces are not supported: %w", errdefs.ErrNotImplemented)
-	}
-	return nil
+	_, err := UserNamespace(ns)
+	return err
 }
