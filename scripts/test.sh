@@ -3,7 +3,8 @@
 # is missing (runc, busybox-static, staticcheck, crictl and critest, the
 # loopback registry with critest's images; all idempotent), then runs gofmt, vet,
 # staticcheck, every Go test (unit and integration: real runc, overlayfs,
-# namespaces), critest conformance against a fresh daemon, the node
+# namespaces; on a current runc that build-runc.sh makes), critest
+# conformance against a fresh daemon, the node
 # agent's scenario suite again against Debian's containerd, and the VM suite
 # (test/vm/run.sh ci: the tests on a cgroup v2 + systemd host, under qemu;
 # CRIB_VM_SUITES names other suites, "none" skips it).
@@ -23,6 +24,12 @@ command -v staticcheck >/dev/null || GOFLAGS= go install honnef.co/go/tools/cmd/
 go mod download
 ../shared/conformance/setup.sh
 ../shared/conformance/images.sh
+# The host's tests and critest run on a current runc (user namespaces need
+# its id-mapped mounts); the VM suite runs on Debian's runc 1.1.5, and a
+# host test checks that a handler on it refuses user namespaces cleanly.
+runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
+export PATH=$(dirname "$runc_bin"):$PATH CRIB_REQUIRE_USERNS=1
+echo "runc for the host's tests: $(runc --version | head -n1)"
 
 echo "== gofmt"
 unformatted=$(gofmt -l cmd internal scripts test)

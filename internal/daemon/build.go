@@ -25,6 +25,10 @@ import (
 // build makes every part in dependency order, recording in d.opened how
 // to close what it opens.
 func (d *Daemon) build(ctx context.Context) error {
+	// First: the runtimes' probe of user namespaces mounts in the root.
+	if err := d.prepareRoots(); err != nil {
+		return err
+	}
 	runtimes, handlers, err := d.runtimes(ctx, d.cfg)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"syscall"
@@ -87,18 +88,46 @@ func userNamespacesMissing(path string, features ociruntime.Features, kernelIDMa
 	case !features.Linux.MountExtensions.IDMap.Enabled:
 		return fmt.Sprintf("the OCI runtime %s has no id-mapped mounts (runc 1.2 or later has them)", path)
 	case kernelIDMap != nil:
-		return fmt.Sprintf("the kernel cannot mount overlays of id-mapped layers (Linux 6.8 or later can): %v", kernelIDMap)
+		return kernelIDMap.Error()
 	}
 	return ""
 }
 
 // probeIDMappedOverlay tries an overlay of id-mapped layers on the file
 // system of root, where the containers' rootfs are mounted, in a user
-// namespace made for the probe.
+// namespace made for the probe. It also checks that a pod's root, an
+// unprivileged user on the host, can reach root: the OCI runtime mounts the
+// rootfs as that user.
 func (d *Daemon) probeIDMappedOverlay(root string) error {
-	if err := os.MkdirAll(root, 0o711); err != nil {
-		return err
+	if dir, err := untraversable(root); err != nil {
+		return fmt.Errorf("a pod's root cannot reach crib's root %s: %s has no search permission for others (chmod o+x it)", root, dir)
 	}
+	if err := d.probeKernelIDMap(root); err != nil {
+		return fmt.Errorf("the kernel cannot mount overlays of id-mapped layers (Linux 6.8 or later can): %w", err)
+	}
+	return nil
+}
+
+// untraversable returns the first directory on the way from / to dir that
+// others cannot search, with an error, or nil.
+func untraversable(dir string) (string, error) {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return p, err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return p, fmt.Errorf("%s is not searchable by others", p)
+		}
+		if p == "/" {
+			return "", nil
+		}
+	}
+}
+
+// probeKernelIDMap mounts and removes an overlay of an id-mapped layer
+// under root.
+func (d *Daemon) probeKernelIDMap(root string) error {
 	cmd := exec.Command(d.self, "pause", "idmap-probe")
 	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{

@@ -11,12 +11,9 @@ import (
 	"github.com/crib-dev/crib/internal/state"
 )
 
-// openStores makes crib's directories and opens the metadata store and
-// the image store (d.images) in them.
+// openStores opens the metadata store and the image store (d.images) in
+// crib's directories.
 func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
-	if err := d.prepareRoots(); err != nil {
-		return nil, err
-	}
 	db, err := state.Open(filepath.Join(d.cfg.Root, "metadata.db"))
 	if err != nil {
 		return nil, err
@@ -43,10 +40,19 @@ func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
 }
 
 // prepareRoots makes crib's directories and checks that they are writable.
+// Others may search them (0711), as the root of a pod in its own user
+// namespace, an unprivileged user on the host, must reach its rootfs and
+// pod files through them; a directory an earlier tool made 0700 is opened
+// up that far.
 func (d *Daemon) prepareRoots() error {
 	for _, dir := range []string{d.cfg.Root, d.cfg.State} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return fmt.Errorf("root %s is unusable: %w", dir, err)
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o011 != 0o011 {
+			if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
+				return fmt.Errorf("root %s is unusable: %w", dir, err)
+			}
 		}
 		probe, err := os.CreateTemp(dir, ".probe-*")
 		if err != nil {

@@ -100,6 +100,11 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The root of a pod in its own user namespace reaches its rootfs and
+	// the pod's files through here, as through /var/lib on a node.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	d := &Daemon{
 		Dir:          dir,
 		Root:         filepath.Join(dir, "root"),

@@ -15,6 +15,9 @@ repo=$(cd "$here/../.." && pwd)
 conformance=$(cd "$repo/../shared/conformance" && pwd)
 
 work=$(mktemp -d /tmp/crib-critest-XXXXXX)
+# Traversable, as /var/lib is: the root of a pod in its own user namespace
+# reaches its rootfs through here.
+chmod 711 "$work"
 bridge=cribct0
 # Pods go under a cgroup of this run's own, removed at the end: a directory,
 # or with the systemd driver a slice (no dashes: they would nest it).

@@ -1,0 +1,326 @@
+package integration
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
+)
+
+// usernsRange is the size of each test pod's id range, as the kubelet's.
+const usernsRange = 65536
+
+// requireUserNamespaces skips the test unless the daemon's default handler
+// runs pods in user namespaces of their own (a runc with id-mapped mounts:
+// ../shared/conformance/build-runc.sh). With CRIB_REQUIRE_USERNS set, as
+// scripts/test.sh sets it, a missing feature fails the test instead.
+func (e *env) requireUserNamespaces() {
+	e.t.Helper()
+	st, err := e.rt().Status(e.ctx(), &runtimeapi.StatusRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, h := range st.RuntimeHandlers {
+		if h.Name == "" && h.Features.GetUserNamespaces() {
+			return
+		}
+	}
+	why := "the default runtime handler has no user namespaces (runc 1.2 or later is needed; see the daemon log for what is missing)"
+	if os.Getenv("CRIB_REQUIRE_USERNS") != "" {
+		e.t.Fatalf("%s\n%s", why, e.d.ReadLog())
+	}
+	e.t.Skip(why)
+}
+
+// usernsOptions maps container ids 0..65535 to host ids from hostID.
+func usernsOptions(hostID uint32) *runtimeapi.UserNamespace {
+	m := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: hostID, Length: usernsRange}}
+	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m, Gids: m}
+}
+
+// usernsPod is a pod named name in its own user namespace from hostID; its
+// containers must be made with usernsCtr.
+func (e *env) usernsPod(name string, hostID uint32) *runtimeapi.PodSandboxConfig {
+	pod := e.podConfig(name)
+	pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions = usernsOptions(hostID)
+	return pod
+}
+
+// usernsCtr is a container of pod, as the kubelet sends it: with the pod's
+// user namespace options.
+func (e *env) usernsCtr(pod *runtimeapi.PodSandboxConfig, name string, cmd ...string) *runtimeapi.ContainerConfig {
+	cfg := e.ctrConfig(name, cmd...)
+	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions
+	cfg.Linux.SecurityContext.NamespaceOptions.Pid = pod.Linux.SecurityContext.NamespaceOptions.Pid
+	return cfg
+}
+
+// pidOf is the host pid of a running container.
+func (e *env) pidOf(id string) int {
+	e.t.Helper()
+	resp, err := e.rt().ContainerStatus(e.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var info struct{ Pid int }
+	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
+		e.t.Fatalf("container %s: no pid in %q: %v", id, resp.Info["info"], err)
+	}
+	return info.Pid
+}
+
+// hostOwner is the uid and gid that own path on the host.
+func hostOwner(t *testing.T, path string) (uint32, uint32) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Uid, st.Gid
+}
+
+// execOut runs cmd in container id and returns its trimmed stdout, failing
+// the test unless it exits 0.
+func (e *env) execOut(id string, cmd ...string) string {
+	e.t.Helper()
+	out := e.exec(id, cmd...)
+	if out.ExitCode != 0 {
+		e.t.Fatalf("%v in %.12s: exit %d: %s%s", cmd, id, out.ExitCode, out.Stdout, out.Stderr)
+	}
+	return strings.TrimSpace(string(out.Stdout))
+}
+
+func TestUserNamespacePod(t *testing.T) {
+	e := newEnv(t)
+	e.requireUserNamespaces()
+	const hostID = 7 << 16
+
+	// An emptyDir as the kubelet makes one (root's, mode 0777), a
+	// hostPath owned by root, and one owned by a host uid the pod does not
+	// map.
+	emptyDir := filepath.Join(e.d.Dir, "volumes", "empty")
+	hostPath := filepath.Join(e.d.Dir, "volumes", "host")
+	unmapped := filepath.Join(e.d.Dir, "volumes", "unmapped")
+	for dir, mode := range map[string]os.FileMode{emptyDir: 0o777, hostPath: 0o755, unmapped: 0o755} {
+		if err := os.MkdirAll(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(unmapped, 3<<16, 3<<16); err != nil {
+		t.Fatal(err)
+	}
+
+	pod := e.usernsPod("userns", hostID)
+	podID := e.runPod(pod)
+	cfg := e.usernsCtr(pod, "app", "sleep", "3600")
+	cfg.Mounts = []*runtimeapi.Mount{
+		{ContainerPath: "/empty", HostPath: emptyDir},
+		{ContainerPath: "/host", HostPath: hostPath},
+		{ContainerPath: "/unmapped", HostPath: unmapped},
+	}
+	id := e.run(podID, pod, cfg)
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, testutil.Patience(10*time.Second))
+
+	// Inside, the pod's root is root.
+	if got := e.execOut(id, "id", "-u"); got != "0" {
+		t.Errorf("id -u in the pod = %q, want 0", got)
+	}
+	if got := strings.Fields(e.execOut(id, "cat", "/proc/self/uid_map")); strings.Join(got, " ") != fmt.Sprintf("0 %d %d", hostID, usernsRange) {
+		t.Errorf("uid_map in the pod = %v, want 0 %d %d", got, hostID, usernsRange)
+	}
+	// On the host, it is the mapped uid.
+	pid := e.pidOf(id)
+	statusFile, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(statusFile), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "Uid" || k == "Gid") {
+			want := strings.Repeat(strconv.Itoa(hostID)+" ", 4)
+			if got := strings.Join(strings.Fields(v), " ") + " "; got != want {
+				t.Errorf("host /proc/%d/status %s = %q, want %q", pid, k, got, want)
+			}
+		}
+	}
+	// The image's files are root's inside, though the layers on the host
+	// are shared and unchanged.
+	if got := strings.Fields(e.execOut(id, "stat", "-c", "%u:%g", "/bin/sh", "/etc")); strings.Join(got, " ") != "0:0 0:0" {
+		t.Errorf("owner of the image's files in the pod = %q, want 0:0", got)
+	}
+
+	// What the pod's root writes: in its rootfs it is stored as the mapped
+	// uid; in its volumes, which are id-mapped as under containerd, as the
+	// host's root, so that volumes keep working across pods and ranges.
+	e.execOut(id, "sh", "-c", "touch /rootfs-file /empty/file /host/file")
+	for _, f := range []string{"/rootfs-file", "/empty/file", "/host/file"} {
+		if got := e.execOut(id, "stat", "-c", "%u:%g", f); got != "0:0" {
+			t.Errorf("owner of %s in the pod = %q, want 0:0", f, got)
+		}
+	}
+	upper := filepath.Join(e.d.Root, "containers", id, "fs", "rootfs-file")
+	if uid, gid := hostOwner(t, upper); uid != hostID || gid != hostID {
+		t.Errorf("owner of the pod's rootfs file on the host = %d:%d, want %d:%d", uid, gid, hostID, hostID)
+	}
+	for _, f := range []string{filepath.Join(emptyDir, "file"), filepath.Join(hostPath, "file")} {
+		if uid, gid := hostOwner(t, f); uid != 0 || gid != 0 {
+			t.Errorf("owner of %s on the host = %d:%d, want 0:0 (the pod's root through the id-mapped mount)", f, uid, gid)
+		}
+	}
+	// A host directory of an unmapped uid is nobody's inside and not
+	// writable, even by the pod's root.
+	if out := e.exec(id, "touch", "/unmapped/file"); out.ExitCode == 0 {
+		t.Errorf("the pod's root wrote to a directory of an unmapped host uid")
+	}
+	if _, err := os.Stat(filepath.Join(unmapped, "file")); err == nil {
+		t.Errorf("%s/file exists on the host", unmapped)
+	}
+
+	// A second pod with another range runs as its own uids.
+	const otherID = 9 << 16
+	pod2 := e.usernsPod("userns-2", otherID)
+	pod2ID := e.runPod(pod2)
+	id2 := e.run(pod2ID, pod2, e.usernsCtr(pod2, "app", "sleep", "3600"))
+	e.waitState(id2, runtimeapi.ContainerState_CONTAINER_RUNNING, testutil.Patience(10*time.Second))
+	if got := strings.Fields(e.execOut(id2, "cat", "/proc/self/uid_map")); got[1] != strconv.Itoa(otherID) {
+		t.Errorf("second pod's uid_map = %v, want host id %d", got, otherID)
+	}
+	e.removeAllAndCheck(t)
+}
+
+// suidImage is an image whose /suid is a static program, setuid root, that
+// prints its real and effective uids.
+const suidImage = "test.local/userns/suid:1"
+
+func suidImageTarball(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	prog := "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() { fmt.Printf(\"uid=%d euid=%d\\n\", os.Getuid(), os.Geteuid()) }\n"
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "suid")
+	build := exec.Command("go", "build", "-o", bin, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the setuid program: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o4755, Size: int64(len(data))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(suidImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "suid.tar")
+	if err := tarball.WriteToFile(out, tag, img); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestUserNamespaceSetuidAndSharedPID(t *testing.T) {
+	e := newEnv(t)
+	e.requireUserNamespaces()
+	e.d.LoadImage(t, suidImageTarball(t))
+
+	pod := e.usernsPod("userns-suid", 11<<16)
+	// One PID namespace for the pod: its pause is made in the pod's user
+	// namespace too.
+	pod.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+	podID := e.runPod(pod)
+
+	cfg := e.usernsCtr(pod, "suid", "/suid")
+	cfg.Image = &runtimeapi.ImageSpec{Image: suidImage}
+	cfg.Linux.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: 1000}
+	id := e.run(podID, pod, cfg)
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, testutil.Patience(10*time.Second))
+	log := waitLog(t, filepath.Join(pod.LogDirectory, "suid.log"), "euid=", testutil.Patience(5*time.Second))
+	if !strings.Contains(log, "uid=1000 euid=0") {
+		t.Errorf("the setuid program in the pod printed %q, want uid=1000 euid=0", log)
+	}
+
+	sleeper := e.run(podID, pod, e.usernsCtr(pod, "sleeper", "sleep", "3600"))
+	e.waitState(sleeper, runtimeapi.ContainerState_CONTAINER_RUNNING, testutil.Patience(10*time.Second))
+	if got := e.execOut(sleeper, "cat", "/proc/1/cmdline"); !strings.Contains(got, "pause") {
+		t.Errorf("pid 1 of the shared PID namespace is %q, want the pod's pause", got)
+	}
+	if got := e.execOut(sleeper, "id", "-u"); got != "0" {
+		t.Errorf("id -u in the shared-PID pod = %q, want 0", got)
+	}
+	e.removeAllAndCheck(t)
+}
+
+func TestUserNamespaceRefusedWithoutSupport(t *testing.T) {
+	testutil.RequiresRoot(t)
+	t.Parallel()
+	img := testutil.Busybox(t)
+	// Debian's runc 1.1.5 has no id-mapped mounts.
+	d := testutil.StartDaemon(t, testutil.Options{Image: &img, ExtraConfig: "[runtimes.debian]\npath = \"/usr/sbin/runc\"\n"})
+	e := &env{t: t, d: d, img: img}
+	st, err := e.rt().Status(e.ctx(), &runtimeapi.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range st.RuntimeHandlers {
+		if h.Name == "debian" && h.Features.GetUserNamespaces() {
+			t.Skip("this host's /usr/sbin/runc has id-mapped mounts")
+		}
+	}
+	pod := e.usernsPod("userns-refused", 13<<16)
+	_, err = e.rt().RunPodSandbox(e.ctx(), &runtimeapi.RunPodSandboxRequest{Config: pod, RuntimeHandler: "debian"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "id-mapped mounts") {
+		t.Fatalf("RunPodSandbox in a user namespace on runc 1.1.5 = %v, want FailedPrecondition naming id-mapped mounts", err)
+	}
+	if !strings.Contains(err.Error(), "userns_options") {
+		t.Errorf("error %q does not name the field", err)
+	}
+	// The same pod on the host's users runs on that handler.
+	pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
+	if _, err := e.rt().RunPodSandbox(e.ctx(), &runtimeapi.RunPodSandboxRequest{Config: pod, RuntimeHandler: "debian"}); err != nil {
+		t.Fatalf("RunPodSandbox with mode NODE on runc 1.1.5: %v", err)
+	}
+	e.removeAllAndCheck(t)
+}
