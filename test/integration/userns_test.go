@@ -3,6 +3,7 @@ package integration
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -323,4 +324,65 @@ func TestUserNamespaceRefusedWithoutSupport(t *testing.T) {
 		t.Fatalf("RunPodSandbox with mode NODE on runc 1.1.5: %v", err)
 	}
 	e.removeAllAndCheck(t)
+}
+
+// TestCrashDuringUserNamespacePod SIGKILLs the daemon at spread points of
+// a user-namespace pod's creation (its namespaces made by a child inside
+// the new user namespace, the id-mapped rootfs, the container's start), as
+// crash_test.go does for host-user pods. After each restart what is listed
+// works or is removed, and nothing is left: no mount (the mapped layers are
+// mounts too while the overlay is made), pause, runc container or cgroup.
+func TestCrashDuringUserNamespacePod(t *testing.T) {
+	e := newEnv(t)
+	e.requireUserNamespaces()
+	pod := func(i int) *runtimeapi.PodSandboxConfig {
+		p := e.usernsPod(fmt.Sprintf("crash-userns-%d", i), uint32(20+i)<<16)
+		if i%2 == 1 {
+			p.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+		}
+		return p
+	}
+	whole := func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, p *runtimeapi.PodSandboxConfig) rpcResult {
+		resp, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: p})
+		if err != nil {
+			return rpcResult{err: fmt.Errorf("run pod: %w", err)}
+		}
+		c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+			PodSandboxId: resp.PodSandboxId, Config: e.usernsCtr(p, "c", "sh", "-c", "echo up; sleep 3600"), SandboxConfig: p,
+		})
+		if err != nil {
+			return rpcResult{err: fmt.Errorf("create: %w", err)}
+		}
+		if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+			return rpcResult{err: fmt.Errorf("start: %w", err)}
+		}
+		return rpcResult{id: c.ContainerId}
+	}
+	start := time.Now()
+	if res := whole(e.ctx(), e.rt(), pod(0)); res.err != nil {
+		t.Fatal(res.err)
+	}
+	took := time.Since(start)
+	e.removeAllAndCheck(t)
+	t.Logf("a user-namespace pod and its container took %s without a crash", took)
+
+	for i, delay := range crashDelays(took) {
+		p := pod(i + 1)
+		res := e.crashDuring(delay, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient) rpcResult { return whole(ctx, rt, p) })
+		t.Logf("kill after %s: %.12s, %v", delay, res.id, res.err)
+		ctrs, err := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ctrs.Containers {
+			e.containerWorks(c.Id, c.Id == res.id)
+			if got := strings.Fields(e.execOut(c.Id, "cat", "/proc/self/uid_map")); len(got) != 3 || got[1] != strconv.Itoa((21+i)<<16) {
+				t.Errorf("container %.12s after restart: uid_map %v, want its pod's range", c.Id, got)
+			}
+		}
+		if res.id != "" && len(ctrs.Containers) == 0 {
+			t.Errorf("container %s was reported started but is gone after the restart", res.id)
+		}
+		e.removeAllAndCheck(t)
+	}
 }
