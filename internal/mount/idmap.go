@@ -32,8 +32,15 @@ func IDMappedOverlay(lower []string, upper, work, target, scratch string, userns
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return fmt.Errorf("id-mapped overlay on %s: %w", target, err)
 	}
+	var attached []string
 	defer func() {
-		if cerr := errors.Join(UnmountUnder(scratch), os.RemoveAll(scratch)); cerr != nil {
+		// The overlay holds private clones of the layers: what was
+		// attached here goes, success or not.
+		var errs []error
+		for _, p := range attached {
+			errs = append(errs, Unmount(p))
+		}
+		if cerr := errors.Join(append(errs, os.RemoveAll(scratch))...); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("id-mapped overlay on %s: clean up: %w", target, cerr))
 		}
 	}()
@@ -47,6 +54,7 @@ func IDMappedOverlay(lower []string, upper, work, target, scratch string, userns
 		if err := attachMapped(dir, mapped, userns); err != nil {
 			return fmt.Errorf("id-mapped overlay on %s: %w", target, err)
 		}
+		attached = append(attached, mapped)
 		if err := unix.FsconfigSetString(fsfd, "lowerdir+", mapped); err != nil {
 			return fmt.Errorf("id-mapped overlay on %s: lowerdir+ %s: %w", target, dir, err)
 		}

@@ -222,8 +222,10 @@ func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string)
 		return nil, err
 	}
 	if !sharedPID {
+		// Its namespaces are pinned: it has done its job. It is collected
+		// off the pod's critical path.
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		go func() { _ = cmd.Wait() }()
 		return pinned, nil
 	}
 	s.PausePid = pause.Collect(cmd)

@@ -112,8 +112,15 @@ func startNetPod(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeService
 		mode = runtimeapi.NamespaceMode_NODE
 	}
 	ns := &runtimeapi.NamespaceOption{Network: mode, Pid: runtimeapi.NamespaceMode_CONTAINER}
+	return startPodWith(ctx, b, rt, image, fmt.Sprintf("netbench-%v-%s", hostNet, suffix), ns)
+}
+
+// startPodWith runs a pod of the given namespaces, and a busybox sleeping in
+// it, and returns the pod's id once the container has started.
+func startPodWith(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, image, uid string, ns *runtimeapi.NamespaceOption) string {
+	b.Helper()
 	pod := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "netbench", Namespace: "bench", Uid: fmt.Sprintf("netbench-%v-%s", hostNet, suffix)},
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "netbench", Namespace: "bench", Uid: uid},
 		Linux:    &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}},
 	}
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pod})
