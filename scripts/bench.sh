@@ -10,10 +10,15 @@
 # (BenchmarkAgentPodStart: host network, CNI bridge, and the agent fed the
 # snapshot directly), and ListContainers vs StreamContainers over 1,000
 # containers (median and p99 of each; then the 50 pods' teardown wall
-# time). Run as root after scripts/test.sh has installed the
+# time), and a pod in its own user namespace vs the same pod on the host's
+# users (on runc v1.5.2, which build-runc.sh makes). Run as root after scripts/test.sh has installed the
 # tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -S /run/cri-conformance/ctrd16/containerd.sock ] || ../shared/conformance/containerd-up.sh >/dev/null
-go test -run '^$' -bench 'PodStart|AgentPodStart|PullImage' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
+go test -run '^$' -bench 'PodStart$|PodStartNetwork|AgentPodStart|PullImage' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
+# User namespaces need a runc with id-mapped mounts: the same CNI pod with
+# the host's users and in its own user namespace, both on that runc.
+runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
+PATH=$(dirname "$runc_bin"):$PATH go test -run '^$' -bench 'PodStartUserNamespace' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
 go test -run '^$' -bench 'ListContainers' -benchtime "${LIST_BENCHTIME:-100x}" -count "${COUNT:-1}" ./test/bench/
