@@ -134,6 +134,9 @@ func TestUserNamespacePod(t *testing.T) {
 	}
 
 	pod := e.usernsPod("userns", hostID)
+	// A namespaced sysctl applies in the pod's network namespace, which its
+	// user namespace owns.
+	pod.Linux.Sysctls = map[string]string{"net.core.somaxconn": "1234"}
 	podID := e.runPod(pod)
 	cfg := e.usernsCtr(pod, "app", "sleep", "3600")
 	cfg.Mounts = []*runtimeapi.Mount{
@@ -150,6 +153,12 @@ func TestUserNamespacePod(t *testing.T) {
 	}
 	if got := strings.Fields(e.execOut(id, "cat", "/proc/self/uid_map")); strings.Join(got, " ") != fmt.Sprintf("0 %d %d", hostID, usernsRange) {
 		t.Errorf("uid_map in the pod = %v, want 0 %d %d", got, hostID, usernsRange)
+	}
+	if got := e.execOut(id, "cat", "/proc/sys/net/core/somaxconn"); got != "1234" {
+		t.Errorf("net.core.somaxconn in the pod = %q, want the pod's sysctl 1234", got)
+	}
+	if got := e.execOut(id, "hostname"); got != pod.Hostname {
+		t.Errorf("hostname in the pod = %q, want %q", got, pod.Hostname)
 	}
 	// On the host, it is the mapped uid.
 	pid := e.pidOf(id)
