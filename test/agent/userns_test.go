@@ -89,6 +89,9 @@ func TestUserNamespaces(t *testing.T) {
 	if rd.First != lowest {
 		t.Fatalf("%s got %s, want the lowest block freed, %d", d.Name, rd, lowest)
 	}
+	if left := h.drain(); len(left) > 0 {
+		t.Fatalf("after all manifests were removed the runtime still holds %v", left)
+	}
 }
 
 // requireUserNamespaces skips the test unless the runtime's default
