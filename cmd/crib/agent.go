@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/agent/userns"
 	"github.com/crib-dev/crib/internal/config"
 )
 
@@ -97,6 +100,10 @@ func (f agentFlags) resolve(fs *flag.FlagSet, stderr io.Writer) (agentSetup, err
 		opts.HostDNS = podconfig.ParseResolvConf(data)
 	}
 	opts.NodeMemoryBytes, opts.NodeMilliCPU = nodeCapacity()
+	ids, err := nodeUserNamespaces(cfg.Agent.UserNamespaces, "/etc/subuid", "/etc/subgid")
+	if err != nil {
+		return agentSetup{}, err
+	}
 	driver := *f.cgroups
 	switch driver {
 	case "":
@@ -118,9 +125,40 @@ func (f agentFlags) resolve(fs *flag.FlagSet, stderr io.Writer) (agentSetup, err
 			CgroupDriver: driver,
 			CgroupRoot:   *f.cgroupRoot,
 			Log:          log,
+
+			UserNamespaces: ids,
 		},
 		remote: *f.endpoint,
 	}, nil
+}
+
+// nodeUserNamespaces is the node's range of host ids for pods' user
+// namespaces: the configured one, else the kubelet's, from the "kubelet"
+// entry of the subuid and subgid files (missing files name none).
+func nodeUserNamespaces(configured config.IDRange, subuid, subgid string) (userns.Range, error) {
+	if configured != (config.IDRange{}) {
+		return userns.Range{First: configured.FirstID, Length: configured.Length}, nil
+	}
+	read := func(path string) ([]byte, error) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return data, err
+	}
+	uids, err := read(subuid)
+	if err != nil {
+		return userns.Range{}, fmt.Errorf("user namespaces: %w", err)
+	}
+	gids, err := read(subgid)
+	if err != nil {
+		return userns.Range{}, fmt.Errorf("user namespaces: %w", err)
+	}
+	r, err := userns.NodeRange(uids, gids)
+	if err != nil {
+		return userns.Range{}, fmt.Errorf("user namespaces: %w (or set [agent.user_namespaces] in the configuration)", err)
+	}
+	return r, nil
 }
 
 func agentCmd(args []string, stderr io.Writer) int {

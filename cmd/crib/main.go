@@ -16,7 +16,7 @@ Usage:
   crib agent [flags]         run the pods of a manifest directory (the node agent)
   crib run POD.yaml          run one pod in the foreground, until it ends or Ctrl-C
                              (--wait=ready: return once it is ready, leaving it running)
-  crib pods                  list the agent's pods
+  crib pods [-wide]          list the agent's pods (-wide: with their user namespaces)
   crib ps                    list the agent's containers
   crib logs [-f] POD         print a container's log of an agent's pod
   crib exec POD -- CMD...    run a command in a container of an agent's pod (no -it)

@@ -16,6 +16,10 @@ func listCmd(name string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crib "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("status-address", "127.0.0.1:10255", "address of the agent's status API")
+	wide := false
+	if name == "pods" {
+		fs.BoolVar(&wide, "wide", false, "also show each pod's user namespace: its block of host ids, or host")
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -27,6 +31,9 @@ func listCmd(name string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	write := status.WritePods
+	if wide {
+		write = status.WritePodsWide
+	}
 	if name == "ps" {
 		write = status.WriteContainers
 	}

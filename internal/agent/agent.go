@@ -20,6 +20,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/prober"
 	"github.com/crib-dev/crib/internal/agent/source"
 	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/userns"
 	"github.com/crib-dev/crib/internal/agent/volume"
 	"github.com/crib-dev/crib/internal/systemd"
 )
@@ -45,6 +46,10 @@ type Config struct {
 	// class, as the kubelet does; empty leaves pod cgroups to the runtime.
 	CgroupDriver string
 	CgroupRoot   string // "kubepods"
+	// UserNamespaces is the node's range of host ids, from which each pod
+	// with hostUsers: false gets a block of 65536; zero means
+	// userns.DefaultRange, the kubelet's when /etc/subuid names none.
+	UserNamespaces userns.Range
 
 	Runtime internalapi.RuntimeService
 	Images  internalapi.ImageManagerService
@@ -72,6 +77,10 @@ type Agent struct {
 	metrics *status.Metrics
 	volumes *volume.Manager
 	cgroups *podcgroup.Manager // nil without CgroupDriver
+	// userns holds the blocks of host ids of pods with hostUsers: false;
+	// nil, with usernsErr saying why, for a node range that is not valid.
+	userns    *userns.Manager
+	usernsErr error
 
 	// Built in Run.
 	rt           *kuberuntime.Manager
@@ -131,15 +140,22 @@ func New(cfg Config) *Agent {
 		cgroups = podcgroup.New(pc, cfg.Log)
 		cfg.PodConfig.CgroupParent = cgroups.CgroupParent()
 	}
+	podsRoot := filepath.Join(cfg.Root, "pods")
+	if cfg.UserNamespaces == (userns.Range{}) {
+		cfg.UserNamespaces = userns.DefaultRange
+	}
+	ids, idsErr := userns.New(podsRoot, cfg.UserNamespaces, cfg.Log)
 	return &Agent{
-		cgroups: cgroups,
-		cfg:     cfg,
-		log:     cfg.Log,
-		store:   status.NewStore(),
-		events:  status.NewEvents(status.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
-		metrics: status.NewMetrics(),
-		volumes: volume.New(volume.Config{Root: filepath.Join(cfg.Root, "pods")}, cfg.Log),
-		pods:    map[string]*podRecord{},
+		userns:    ids,
+		usernsErr: idsErr,
+		cgroups:   cgroups,
+		cfg:       cfg,
+		log:       cfg.Log,
+		store:     status.NewStore(),
+		events:    status.NewEvents(status.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
+		metrics:   status.NewMetrics(),
+		volumes:   volume.New(volume.Config{Root: podsRoot}, cfg.Log),
+		pods:      map[string]*podRecord{},
 	}
 }
 
@@ -154,6 +170,15 @@ func (a *Agent) Events() *status.Events { return a.events }
 func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.Runtime == nil || a.cfg.Images == nil {
 		return errors.New("agent: no runtime")
+	}
+	if a.usernsErr != nil {
+		return fmt.Errorf("agent: user namespaces: %w", a.usernsErr)
+	}
+	// Every block a pod directory records is held before any pod syncs,
+	// so that a pod running from before keeps its own and no other pod
+	// gets it.
+	if err := a.userns.Load(); err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
 	var cgroups kuberuntime.Cgroups
 	if a.cgroups != nil {
@@ -175,19 +200,20 @@ func (a *Agent) Run(ctx context.Context) error {
 		Log:      a.log,
 	})
 	a.rt = kuberuntime.New(kuberuntime.Config{
-		Runtime:      a.cfg.Runtime,
-		Images:       a.cfg.Images,
-		Volumes:      a.volumes,
-		Cgroups:      cgroups,
-		Probes:       a.probes,
-		Recorder:     a.events,
-		Hooks:        a.probes.RunHandler,
-		Clock:        a.cfg.Clock,
-		PodConfig:    a.cfg.PodConfig,
-		CrashBackoff: a.crashBackoff,
-		PullBackoff:  a.pullBackoff,
-		Pulling:      a.watchPull,
-		Log:          a.log,
+		Runtime:        a.cfg.Runtime,
+		Images:         a.cfg.Images,
+		Volumes:        podDirs{a.volumes, a.userns},
+		Cgroups:        cgroups,
+		UserNamespaces: a.userns,
+		Probes:         a.probes,
+		Recorder:       a.events,
+		Hooks:          a.probes.RunHandler,
+		Clock:          a.cfg.Clock,
+		PodConfig:      a.cfg.PodConfig,
+		CrashBackoff:   a.crashBackoff,
+		PullBackoff:    a.pullBackoff,
+		Pulling:        a.watchPull,
+		Log:            a.log,
 	})
 
 	snapshots := a.cfg.Snapshots

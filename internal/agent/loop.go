@@ -143,7 +143,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 				continue
 			}
 		}
-		if err := a.volumes.Remove(ctx, uid); err != nil {
+		if err := (podDirs{a.volumes, a.userns}).Remove(ctx, uid); err != nil {
 			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)
 		}
 	}

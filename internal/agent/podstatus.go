@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/crib-dev/crib/internal/agent/labels"
 	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/status"
 )
@@ -80,7 +81,7 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
 	uid := string(pod.UID)
 	prev, hadPrev := a.store.Get(types.UID(uid))
-	a.store.Set(pod, st)
+	a.setStatus(pod, st)
 	if hadPrev {
 		old := map[string]int32{}
 		for _, c := range append(prev.Status.InitContainerStatuses, prev.Status.ContainerStatuses...) {
@@ -98,6 +99,19 @@ func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
 			a.metrics.ObservePodStart(a.cfg.Clock.Since(rec.firstSeen))
 		}
 	})
+}
+
+// setStatus serves pod with st as its status, and with the block of host ids
+// it holds, if it holds one, in its labels.UserNamespace annotation.
+func (a *Agent) setStatus(pod *corev1.Pod, st corev1.PodStatus) {
+	if r, ok := a.userns.Get(string(pod.UID)); ok {
+		pod = pod.DeepCopy()
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[labels.UserNamespace] = r.String()
+	}
+	a.store.Set(pod, st)
 }
 
 func allRunning(st corev1.PodStatus) bool {

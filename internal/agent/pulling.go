@@ -68,5 +68,5 @@ func (a *Agent) showPulling(pod *corev1.Pod, container, msg string) {
 		}
 	})
 	w := map[string]status.Waiting{container: {Reason: status.ReasonContainerCreating, Message: msg}}
-	a.store.Set(pod, a.computeStatusWaiting(pod, obs, "", false, w))
+	a.setStatus(pod, a.computeStatusWaiting(pod, obs, "", false, w))
 }

@@ -65,6 +65,28 @@ type Config struct {
 
 	// CDI configures Container Device Interface devices.
 	CDI CDI `toml:"cdi"`
+
+	// Agent configures the node agent (`crib agent`, `crib run`).
+	Agent Agent `toml:"agent"`
+}
+
+// Agent configures the node agent.
+type Agent struct {
+	// UserNamespaces is the node's range of host ids: each pod with
+	// hostUsers: false gets 65536 of them, never another live pod's. Zero
+	// (the default) takes the kubelet's: the "kubelet" entry of /etc/subuid
+	// and /etc/subgid, or, without one, every id from 65536 up.
+	UserNamespaces IDRange `toml:"user_namespaces"`
+}
+
+// IDRange is the run of host ids FirstID to FirstID+Length-1.
+type IDRange struct {
+	// FirstID is a multiple of 65536, at least 65536 (ids below are the
+	// host's own users).
+	FirstID uint32 `toml:"first_id"`
+	// Length is a multiple of 65536: how many pods can have their own
+	// user namespace at once, times 65536.
+	Length uint32 `toml:"length"`
 }
 
 // CDI configures where CDI device specs are read from.

@@ -89,6 +89,11 @@ func (c Config) Validate() error {
 			bad(fmt.Errorf("entry %d, %q, is listed twice", i, dir), "cdi", "spec_dirs")
 		}
 	}
+	if r := c.Agent.UserNamespaces; r != (IDRange{}) {
+		if err := validateIDRange(r); err != nil {
+			bad(err, "agent", "user_namespaces")
+		}
+	}
 	for _, host := range sortedKeys(c.Registries) {
 		for i, m := range c.Registries[host].Mirrors {
 			if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
@@ -97,6 +102,22 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateIDRange checks a node's range of ids for pods' user namespaces as
+// the kubelet checks its own: whole blocks of 65536, none of the host's ids
+// below 65536.
+func validateIDRange(r IDRange) error {
+	const block = 1 << 16
+	switch {
+	case r.FirstID < block || r.FirstID%block != 0:
+		return fmt.Errorf("first_id %d is not a multiple of %d of at least %d", r.FirstID, block, block)
+	case r.Length == 0 || r.Length%block != 0:
+		return fmt.Errorf("length %d is not a positive multiple of %d", r.Length, block)
+	case uint64(r.FirstID)+uint64(r.Length) > 1<<32:
+		return fmt.Errorf("first_id %d + length %d goes past the last id %d", r.FirstID, r.Length, uint64(1<<32-1))
+	}
+	return nil
 }
 
 // validateAddress checks a host:port listen address without resolving it:

@@ -41,6 +41,7 @@ var parallelScenarios = []scenario{
 	{"SubPathSymlinkRefused", testSubPath},
 	{"NativeSidecar", testSidecar},
 	{"ResizeInPlace", testResizeInPlace},
+	{"HostUsersFalseRefused", testHostUsersRefused},
 }
 
 // TestScenarios runs the scenarios in parallel on one agent, then the

@@ -384,7 +384,7 @@ func (e *agentBenchEnv) barePod(b *testing.B, dir, name string, hostNet bool) *b
 		b.Fatalf("load %s: %v", file, err)
 	}
 	pod := snap.Pods[0]
-	sb, err := podconfig.SandboxConfig(pod, 0, e.opts)
+	sb, err := podconfig.SandboxConfig(pod, 0, nil, e.opts)
 	if err != nil {
 		b.Fatal(err)
 	}

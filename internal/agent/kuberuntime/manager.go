@@ -16,6 +16,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/backoff"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/agent/prober"
+	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
 // Volumes prepares and removes a pod's volumes on the host.
@@ -36,6 +37,14 @@ type Cgroups interface {
 	RemovePod(uid string) error
 }
 
+// UserNamespaces gives each pod with hostUsers: false its own block of host
+// ids.
+type UserNamespaces interface {
+	// Ensure returns the block pod uid holds, giving it one first (kept
+	// where a restart finds it) if it holds none.
+	Ensure(uid string) (userns.Range, error)
+}
+
 // Probes answers for the probe results of running containers.
 type Probes interface {
 	Result(containerID string, k prober.Kind) prober.Result
@@ -54,9 +63,12 @@ type Config struct {
 	Volumes Volumes
 	// Cgroups, when set, makes each pod's cgroup before its sandbox; nil
 	// leaves pod cgroups to the runtime.
-	Cgroups  Cgroups
-	Probes   Probes
-	Recorder Recorder
+	Cgroups Cgroups
+	// UserNamespaces, when set, gives pods with hostUsers: false their
+	// ids; nil refuses such pods.
+	UserNamespaces UserNamespaces
+	Probes         Probes
+	Recorder       Recorder
 	// Hooks runs a lifecycle handler (postStart, preStop) in a container.
 	Hooks     func(ctx context.Context, pod *corev1.Pod, c *corev1.Container, containerID, podIP string, h *corev1.LifecycleHandler) error
 	Clock     clock.Clock

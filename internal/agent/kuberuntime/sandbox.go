@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -19,6 +20,12 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runti
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
 		return "", nil, err
 	}
+	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetMode() == runtimeapi.NamespaceMode_POD {
+		if err := m.checkUserNamespaces(ctx, handler); err != nil {
+			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+			return "", nil, err
+		}
+	}
 	id, err := m.cfg.Runtime.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
 		err = fmt.Errorf("run sandbox: %w", fromGRPC(err))
@@ -33,4 +40,28 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runti
 	_, ips := sandboxIPs(st)
 	m.cfg.Log.Info("pod sandbox created", "pod", podKey(pod), "sandbox", id, "attempt", cfg.Metadata.Attempt, "ips", ips)
 	return id, ips, nil
+}
+
+// checkUserNamespaces refuses a pod with its own user namespace on a
+// runtime handler that does not say it supports them, as the kubelet does:
+// the runtime's status lists each handler with its features.
+func (m *Manager) checkUserNamespaces(ctx context.Context, handler string) error {
+	what := "the runtime's default handler"
+	if handler != "" {
+		what = fmt.Sprintf("runtime handler %q", handler)
+	}
+	st, err := m.cfg.Runtime.Status(ctx, false)
+	if err != nil {
+		return fmt.Errorf("can't set spec.hostUsers: false: runtime status: %w", fromGRPC(err))
+	}
+	for _, h := range st.GetRuntimeHandlers() {
+		if h.GetName() != handler {
+			continue
+		}
+		if !h.GetFeatures().GetUserNamespaces() {
+			return fmt.Errorf("can't set spec.hostUsers: false: %s does not support user namespaces: %w", what, errdefs.ErrFailedPrecondition)
+		}
+		return nil
+	}
+	return fmt.Errorf("can't set spec.hostUsers: false: the runtime does not list %s with its features: %w", what, errdefs.ErrFailedPrecondition)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
 // The kubelet's reasons for a container that could not be started.
@@ -28,10 +29,13 @@ type startEnv struct {
 	pod           *corev1.Pod
 	sandboxID     string
 	sandboxConfig *runtimeapi.PodSandboxConfig
-	podIPs        []string
-	volumes       map[string]string
-	data          Data
-	obs           plan.Observed
+	// userNS is the pod's block of host ids with hostUsers: false, the
+	// one its sandbox maps.
+	userNS  *userns.Range
+	podIPs  []string
+	volumes map[string]string
+	data    Data
+	obs     plan.Observed
 	// waiting collects why containers of this sync could not start.
 	waiting WaitingChanges
 }
@@ -79,6 +83,7 @@ func (m *Manager) startContainer(ctx context.Context, env startEnv, c *corev1.Co
 		ImageVolumes:               imageVolumes,
 		ConfigMaps:                 env.data.ConfigMaps,
 		Secrets:                    env.data.Secrets,
+		UserNamespace:              env.userNS,
 		TerminationMessageHostPath: msgPath,
 	}
 	if in.SubPaths, err = m.prepareSubPaths(in); err != nil {

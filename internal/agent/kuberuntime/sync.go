@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/containerd/errdefs"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/agent/prober"
+	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
 // Data is what a pod may draw from besides its own spec: the ConfigMaps and
@@ -49,7 +51,11 @@ type SyncResult struct {
 // containers wait and joined into the result's Err.
 func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data) SyncResult {
 	res := SyncResult{Waiting: WaitingChanges{}}
-	sbConfig, err := m.sandboxConfig(pod, 0)
+	userNS, err := m.userNamespace(pod)
+	var sbConfig *runtimeapi.PodSandboxConfig
+	if err == nil {
+		sbConfig, err = m.sandboxConfig(pod, 0, userNS)
+	}
 	if err != nil {
 		res.SandboxError = err.Error()
 		res.Err = err
@@ -57,8 +63,25 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, obs plan.Observe
 		return res
 	}
 	res.Actions = m.planFor(pod, obs, sbConfig)
-	m.carryOut(ctx, pod, obs, data, sbConfig, &res)
+	m.carryOut(ctx, pod, obs, data, sbConfig, userNS, &res)
 	return res
+}
+
+// userNamespace is the pod's block of host ids when it has hostUsers:
+// false, which it gets before anything of its sandbox is made; nil for
+// any other pod.
+func (m *Manager) userNamespace(pod *corev1.Pod) (*userns.Range, error) {
+	if podconfig.HostUsers(pod) {
+		return nil, nil
+	}
+	if m.cfg.UserNamespaces == nil {
+		return nil, fmt.Errorf("hostUsers false: this agent gives pods no user namespaces: %w", errdefs.ErrFailedPrecondition)
+	}
+	r, err := m.cfg.UserNamespaces.Ensure(string(pod.UID))
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // planFor asks package plan what to do with the pod, given what the runtime
@@ -83,7 +106,7 @@ func (m *Manager) planFor(pod *corev1.Pod, obs plan.Observed, sbConfig *runtimea
 // carryOut carries res.Actions out in the kubelet's order: kill, volumes,
 // resize with the pod cgroup, sandbox, sidecars to restart, next init
 // container, app containers. It fills in the rest of res.
-func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data, sbConfig *runtimeapi.PodSandboxConfig, res *SyncResult) {
+func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observed, data Data, sbConfig *runtimeapi.PodSandboxConfig, userNS *userns.Range, res *SyncResult) {
 	act := res.Actions
 	var errs []error
 	if act.KillPod {
@@ -157,7 +180,7 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 			return
 		}
 	}
-	start := startEnv{pod: pod, sandboxID: sandboxID, sandboxConfig: sbConfig, podIPs: podIPs, volumes: volumes, data: data, obs: obs, waiting: res.Waiting}
+	start := startEnv{pod: pod, sandboxID: sandboxID, sandboxConfig: sbConfig, userNS: userNS, podIPs: podIPs, volumes: volumes, data: data, obs: obs, waiting: res.Waiting}
 
 	// Sidecars that had their turn come back first, in spec order, as the
 	// kubelet starts its init containers; each start fails on its own.
@@ -188,9 +211,10 @@ func (m *Manager) carryOut(ctx context.Context, pod *corev1.Pod, obs plan.Observ
 
 // sandboxConfig generates the pod's sandbox config and stamps it with the
 // hash of what it holds, so that a later change of any pod-level field is
-// seen as a sandbox that must be replaced.
-func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	cfg, err := podconfig.SandboxConfig(pod, attempt, m.cfg.PodConfig)
+// seen as a sandbox that must be replaced. userNS is the pod's block of
+// host ids with hostUsers: false.
+func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32, userNS *userns.Range) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, err := podconfig.SandboxConfig(pod, attempt, userNS, m.cfg.PodConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -200,9 +224,16 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 	podOnly := m.cfg.PodConfig
 	podOnly.HostDNS, podOnly.HostIPs = nil, nil
 	podOnly.NodeMemoryBytes, podOnly.NodeMilliCPU = 0, 0
-	hashed, err := podconfig.SandboxConfig(pod, 0, podOnly)
+	hashed, err := podconfig.SandboxConfig(pod, 0, userNS, podOnly)
 	if err != nil {
 		return nil, err
+	}
+	// Sandboxes made before the agent said NODE for the host's users had
+	// no user namespace options, which meant the same: they are kept. A
+	// pod's own block is hashed, so a pod that got another one gets a new
+	// sandbox with it.
+	if ns := hashed.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetUsernsOptions().GetMode() == runtimeapi.NamespaceMode_NODE {
+		ns.UsernsOptions = nil
 	}
 	full, err := hashSandbox(hashed)
 	if err != nil {

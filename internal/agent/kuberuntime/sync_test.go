@@ -175,14 +175,14 @@ func TestSandboxConfigCarriesHashAndLabels(t *testing.T) {
 
 	// The hash is a function of the config: the same pod hashes the same,
 	// a pod-level change hashes differently.
-	again, err := e.m.sandboxConfig(testPod(), 3)
+	again, err := e.m.sandboxConfig(testPod(), 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Annotations[labels.SandboxHash] != hash {
 		t.Errorf("hash of the same pod at attempt 3 = %s, want %s", again.Annotations[labels.SandboxHash], hash)
 	}
-	changed, err := e.m.sandboxConfig(testPod(func(p *corev1.Pod) { p.Spec.Hostname = "other" }), 0)
+	changed, err := e.m.sandboxConfig(testPod(func(p *corev1.Pod) { p.Spec.Hostname = "other" }), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,14 @@ const (
 	SandboxResizeHash = "io.crib.agent.sandbox.resizeHash"
 )
 
+// Annotations on the pods the agent's status API serves.
+const (
+	// UserNamespace is the block of host ids a pod with hostUsers: false
+	// holds, "FIRST+LENGTH" (ids 0 to LENGTH-1 inside are FIRST on); pods
+	// with the host's users have none.
+	UserNamespace = "io.crib.agent.userns"
+)
+
 // Container types, the values of ContainerType.
 const (
 	TypeInit      = "init"

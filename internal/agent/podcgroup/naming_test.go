@@ -37,7 +37,7 @@ func TestNamesMatchPodconfig(t *testing.T) {
 		}
 		for _, r := range []corev1.ResourceRequirements{guaranteedRes, burstableRes, bestEffortRes} {
 			p := pod("0123-abcd-ef", r)
-			cfg, err := podconfig.SandboxConfig(p, 0, podconfig.Options{CgroupParent: m.CgroupParent()})
+			cfg, err := podconfig.SandboxConfig(p, 0, nil, podconfig.Options{CgroupParent: m.CgroupParent()})
 			if err != nil {
 				t.Fatal(err)
 			}

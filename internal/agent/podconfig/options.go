@@ -2,6 +2,7 @@ package podconfig
 
 import (
 	"github.com/crib-dev/crib/internal/agent/labels"
+	"github.com/crib-dev/crib/internal/agent/userns"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -114,6 +115,9 @@ type ContainerInput struct {
 	// "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
 	Secrets    map[string]*corev1.Secret
+	// UserNamespace is the pod's block of host ids when it has hostUsers:
+	// false, the same the sandbox was made with; nil for any other pod.
+	UserNamespace *userns.Range
 	// TerminationMessageHostPath is the host file (already created by the
 	// caller, mode 0666) mounted at the container's terminationMessagePath.
 	// Empty mounts nothing.

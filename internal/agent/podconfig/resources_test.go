@@ -237,7 +237,7 @@ func TestSandboxResources(t *testing.T) {
 				p.Spec.InitContainers = tt.init
 				p.Spec.Overhead = tt.overhead
 			})
-			cfg, err := SandboxConfig(pod, 0, Options{})
+			cfg, err := SandboxConfig(pod, 0, nil, Options{})
 			checkErr(t, err, nil)
 			if d := diffProto(tt.want, cfg.Linux.Resources); d != "" {
 				t.Errorf("resources (-want +got):\n%s", d)
@@ -268,7 +268,7 @@ func TestCgroupParent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		pod := testPod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = tt.res })
-		cfg, err := SandboxConfig(pod, 0, Options{CgroupParent: tt.parent})
+		cfg, err := SandboxConfig(pod, 0, nil, Options{CgroupParent: tt.parent})
 		checkErr(t, err, nil)
 		if got := cfg.Linux.CgroupParent; got != tt.want {
 			t.Errorf("parent %q, %s: cgroup parent = %q, want %q", tt.parent, QOSClass(pod), got, tt.want)

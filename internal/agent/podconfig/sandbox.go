@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/agent/labels"
+	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
 // SandboxConfig builds RunPodSandbox's config for the pod, as the kubelet's
@@ -20,8 +21,9 @@ import (
 // (see dnsConfig), log directory, port mappings of every app container
 // port (the runtime ignores those without a hostPort), and the Linux part:
 // the QoS pod cgroup, namespaces, pod-level security context, sysctls and
-// the pod's summed resources and overhead.
-func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, error) {
+// the pod's summed resources and overhead. userNS is the pod's block of host
+// ids when it has hostUsers: false (see namespaces); nil for any other.
+func SandboxConfig(pod *corev1.Pod, attempt uint32, userNS *userns.Range, opts Options) (*runtimeapi.PodSandboxConfig, error) {
 	if err := checkIdentity(pod); err != nil {
 		return nil, err
 	}
@@ -47,7 +49,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 			return nil, err
 		}
 	}
-	if cfg.Linux, err = sandboxLinux(pod, opts); err != nil {
+	if cfg.Linux, err = sandboxLinux(pod, userNS, opts); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -185,8 +187,8 @@ func protocol(p corev1.Protocol) runtimeapi.Protocol {
 // sandboxLinux is the kubelet's generatePodSandboxLinuxConfig with
 // applySandboxResources. The sandbox always gets the RuntimeDefault
 // seccomp profile, as the kubelet forces it.
-func sandboxLinux(pod *corev1.Pod, opts Options) (*runtimeapi.LinuxPodSandboxConfig, error) {
-	ns, err := namespaces(pod)
+func sandboxLinux(pod *corev1.Pod, userNS *userns.Range, opts Options) (*runtimeapi.LinuxPodSandboxConfig, error) {
+	ns, err := namespaces(pod, userNS)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func TestSandboxConfig(t *testing.T) {
 		}
 		p.Labels[labels.PodName] = "spoofed"
 	})
-	got, err := SandboxConfig(pod, 3, Options{PodLogRoot: "/var/log/pods", CgroupParent: "/kubepods"})
+	got, err := SandboxConfig(pod, 3, nil, Options{PodLogRoot: "/var/log/pods", CgroupParent: "/kubepods"})
 	checkErr(t, err, nil)
 	want := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "1234-abcd", Attempt: 3},
@@ -79,7 +79,7 @@ func TestSandboxConfig(t *testing.T) {
 
 func TestSandboxHostNetwork(t *testing.T) {
 	pod := testPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true; p.Spec.Hostname = "ignored" })
-	got, err := SandboxConfig(pod, 0, Options{})
+	got, err := SandboxConfig(pod, 0, nil, Options{})
 	checkErr(t, err, nil)
 	if got.Hostname != "" {
 		t.Errorf("host-network hostname = %q, want none (the node's)", got.Hostname)
@@ -115,7 +115,7 @@ func TestHostname(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := SandboxConfig(testPod(tt.mutate), 0, Options{ClusterDomain: "cluster.local"})
+			got, err := SandboxConfig(testPod(tt.mutate), 0, nil, Options{ClusterDomain: "cluster.local"})
 			checkErr(t, err, tt.class)
 			if err == nil && got.Hostname != tt.want {
 				t.Errorf("hostname = %q, want %q", got.Hostname, tt.want)
@@ -175,7 +175,7 @@ func TestSandboxDNS(t *testing.T) {
 				p.Spec.HostNetwork = tt.hostNetwork
 				p.Spec.DNSConfig = tt.dnsConfig
 			})
-			got, err := SandboxConfig(pod, 0, tt.opts)
+			got, err := SandboxConfig(pod, 0, nil, tt.opts)
 			checkErr(t, err, tt.class, string(tt.policy))
 			if err != nil {
 				return
@@ -257,9 +257,9 @@ func TestSandboxIdentityErrors(t *testing.T) {
 		func(p *corev1.Pod) { p.Namespace = "" },
 		func(p *corev1.Pod) { p.UID = "" },
 	} {
-		_, err := SandboxConfig(testPod(m), 0, Options{})
+		_, err := SandboxConfig(testPod(m), 0, nil, Options{})
 		checkErr(t, err, errdefs.ErrInvalidArgument, "is empty")
 	}
-	_, err := SandboxConfig(nil, 0, Options{})
+	_, err := SandboxConfig(nil, 0, nil, Options{})
 	checkErr(t, err, errdefs.ErrInvalidArgument)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
 // effectiveSecurityContext merges the pod's security context into the
@@ -121,7 +123,7 @@ func containerSecurity(in ContainerInput, opts Options) (*runtimeapi.LinuxContai
 	}
 	//lint:ignore SA1019 runtimes older than the Apparmor field read only the deprecated one, so the kubelet sends both
 	out.Apparmor, out.ApparmorProfile = appArmorProfile(sc.AppArmorProfile)
-	if out.NamespaceOptions, err = namespaces(pod); err != nil {
+	if out.NamespaceOptions, err = namespaces(pod, in.UserNamespace); err != nil {
 		return nil, err
 	}
 	out.SupplementalGroups, out.SupplementalGroupsPolicy, err = supplementalGroups(pod.Spec.SecurityContext)
@@ -129,7 +131,9 @@ func containerSecurity(in ContainerInput, opts Options) (*runtimeapi.LinuxContai
 		return nil, err
 	}
 	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-		// Unmasked needs a user namespace, which crib does not give pods.
+		// The kubelet allows Unmasked with hostUsers: false only, and then
+		// sends empty masked and read-only path lists; crib leaves those
+		// to the runtime's defaults, so it cannot unmask.
 		return nil, fmt.Errorf("container %q: procMount Unmasked is not supported: %w", c.Name, errdefs.ErrInvalidArgument)
 	}
 	return out, nil
@@ -192,16 +196,16 @@ func appArmorProfile(p *corev1.AppArmorProfile) (*runtimeapi.SecurityProfile, st
 
 // namespaces is the kubelet's NamespacesForPod: the node's namespaces where
 // the pod asks for them, a pod-wide PID namespace with
-// shareProcessNamespace, else one per container. User namespaces
-// (hostUsers: false) are not supported.
-func namespaces(pod *corev1.Pod) (*runtimeapi.NamespaceOption, error) {
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		return nil, fmt.Errorf("hostUsers false: user namespaces are not supported: %w", errdefs.ErrInvalidArgument)
-	}
+// shareProcessNamespace, else one per container. A pod with hostUsers:
+// false gets a user namespace mapping ids 0-65535 to userNS, its block of
+// the node's range (the caller allocates it); any other pod the node's, said
+// as the kubelet says it (mode NODE).
+func namespaces(pod *corev1.Pod, userNS *userns.Range) (*runtimeapi.NamespaceOption, error) {
 	ns := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Network:       runtimeapi.NamespaceMode_POD,
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE
@@ -215,7 +219,37 @@ func namespaces(pod *corev1.Pod) (*runtimeapi.NamespaceOption, error) {
 	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
+	if !HostUsers(pod) {
+		if err := checkUserNamespace(pod, userNS); err != nil {
+			return nil, err
+		}
+		m := []*runtimeapi.IDMapping{{HostId: userNS.First, ContainerId: 0, Length: userNS.Length}}
+		ns.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m, Gids: m}
+	}
 	return ns, nil
+}
+
+// HostUsers reports whether the pod runs with the node's users: unless it
+// says hostUsers: false.
+func HostUsers(pod *corev1.Pod) bool {
+	return pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
+}
+
+// checkUserNamespace refuses a user namespace the API server would (with
+// the node's network, PID or IPC namespace) and one without its block.
+func checkUserNamespace(pod *corev1.Pod, userNS *userns.Range) error {
+	for _, host := range []struct {
+		field string
+		set   bool
+	}{{"hostNetwork", pod.Spec.HostNetwork}, {"hostPID", pod.Spec.HostPID}, {"hostIPC", pod.Spec.HostIPC}} {
+		if host.set {
+			return fmt.Errorf("spec.%s is forbidden when spec.hostUsers is false: %w", host.field, errdefs.ErrInvalidArgument)
+		}
+	}
+	if userNS == nil || userNS.Length == 0 {
+		return fmt.Errorf("hostUsers false: the pod has no range of host ids for its user namespace: %w", errdefs.ErrFailedPrecondition)
+	}
+	return nil
 }
 
 // supplementalGroups is fsGroup then supplementalGroups, with the policy.

@@ -6,10 +6,13 @@ import (
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
 func podNS() *runtimeapi.NamespaceOption {
-	return &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+	return &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD,
+		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}}
 }
 
 func unconfined() *runtimeapi.SecurityProfile {
@@ -196,36 +199,69 @@ func TestNamespaces(t *testing.T) {
 		ctr = runtimeapi.NamespaceMode_CONTAINER
 		nod = runtimeapi.NamespaceMode_NODE
 	)
+	hostUsers := &runtimeapi.UserNamespace{Mode: nod}
+	block := &userns.Range{First: 196608, Length: 65536}
+	ids := []*runtimeapi.IDMapping{{HostId: 196608, ContainerId: 0, Length: 65536}}
+	own := &runtimeapi.UserNamespace{Mode: pod, Uids: ids, Gids: ids}
 	tests := []struct {
 		name   string
 		mutate func(*corev1.PodSpec)
+		userNS *userns.Range
 		want   *runtimeapi.NamespaceOption
 	}{
-		{"defaults", func(*corev1.PodSpec) {}, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod}},
-		{"host network", func(s *corev1.PodSpec) { s.HostNetwork = true }, &runtimeapi.NamespaceOption{Network: nod, Pid: ctr, Ipc: pod}},
-		{"host pid", func(s *corev1.PodSpec) { s.HostPID = true }, &runtimeapi.NamespaceOption{Network: pod, Pid: nod, Ipc: pod}},
-		{"host ipc", func(s *corev1.PodSpec) { s.HostIPC = true }, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: nod}},
-		{"shared pid", func(s *corev1.PodSpec) { s.ShareProcessNamespace = ptr(true) }, &runtimeapi.NamespaceOption{Network: pod, Pid: pod, Ipc: pod}},
-		{"host pid wins over shared", func(s *corev1.PodSpec) { s.HostPID, s.ShareProcessNamespace = true, ptr(true) },
-			&runtimeapi.NamespaceOption{Network: pod, Pid: nod, Ipc: pod}},
-		{"host users true is fine", func(s *corev1.PodSpec) { s.HostUsers = ptr(true) }, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod}},
+		{"defaults", func(*corev1.PodSpec) {}, nil, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod, UsernsOptions: hostUsers}},
+		{"host network", func(s *corev1.PodSpec) { s.HostNetwork = true }, nil, &runtimeapi.NamespaceOption{Network: nod, Pid: ctr, Ipc: pod, UsernsOptions: hostUsers}},
+		{"host pid", func(s *corev1.PodSpec) { s.HostPID = true }, nil, &runtimeapi.NamespaceOption{Network: pod, Pid: nod, Ipc: pod, UsernsOptions: hostUsers}},
+		{"host ipc", func(s *corev1.PodSpec) { s.HostIPC = true }, nil, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: nod, UsernsOptions: hostUsers}},
+		{"shared pid", func(s *corev1.PodSpec) { s.ShareProcessNamespace = ptr(true) }, nil, &runtimeapi.NamespaceOption{Network: pod, Pid: pod, Ipc: pod, UsernsOptions: hostUsers}},
+		{"host pid wins over shared", func(s *corev1.PodSpec) { s.HostPID, s.ShareProcessNamespace = true, ptr(true) }, nil,
+			&runtimeapi.NamespaceOption{Network: pod, Pid: nod, Ipc: pod, UsernsOptions: hostUsers}},
+		{"host users true is the node's", func(s *corev1.PodSpec) { s.HostUsers = ptr(true) }, nil, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod, UsernsOptions: hostUsers}},
+		{"a block given to a host users pod is not used", func(*corev1.PodSpec) {}, block, &runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod, UsernsOptions: hostUsers}},
+		{"host users false maps the pod's block", func(s *corev1.PodSpec) { s.HostUsers = ptr(false) }, block,
+			&runtimeapi.NamespaceOption{Network: pod, Pid: ctr, Ipc: pod, UsernsOptions: own}},
+		{"host users false with a shared pid namespace", func(s *corev1.PodSpec) { s.HostUsers, s.ShareProcessNamespace = ptr(false), ptr(true) }, block,
+			&runtimeapi.NamespaceOption{Network: pod, Pid: pod, Ipc: pod, UsernsOptions: own}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testPod(func(p *corev1.Pod) { tt.mutate(&p.Spec) })
-			sb, err := SandboxConfig(p, 0, Options{})
+			sb, err := SandboxConfig(p, 0, tt.userNS, Options{})
 			checkErr(t, err, nil)
 			if d := diffProto(tt.want, sb.Linux.SecurityContext.NamespaceOptions); d != "" {
 				t.Errorf("sandbox namespaces (-want +got):\n%s", d)
 			}
-			c, err := ContainerConfig(testInput(p), Options{})
+			c, err := ContainerConfig(testInput(p, func(in *ContainerInput) { in.UserNamespace = tt.userNS }), Options{})
 			checkErr(t, err, nil)
 			if d := diffProto(tt.want, c.Linux.SecurityContext.NamespaceOptions); d != "" {
 				t.Errorf("container namespaces (-want +got):\n%s", d)
 			}
 		})
 	}
-	p := testPod(func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) })
-	_, err := SandboxConfig(p, 0, Options{})
-	checkErr(t, err, errdefs.ErrInvalidArgument, "hostUsers")
+}
+
+func TestUserNamespaceRefused(t *testing.T) {
+	block := &userns.Range{First: 65536, Length: 65536}
+	tests := []struct {
+		name   string
+		mutate func(*corev1.PodSpec)
+		userNS *userns.Range
+		class  error
+		msg    string
+	}{
+		{"no block", func(*corev1.PodSpec) {}, nil, errdefs.ErrFailedPrecondition, "no range of host ids"},
+		{"an empty block", func(*corev1.PodSpec) {}, &userns.Range{}, errdefs.ErrFailedPrecondition, "no range of host ids"},
+		{"host network", func(s *corev1.PodSpec) { s.HostNetwork = true }, block, errdefs.ErrInvalidArgument, "spec.hostNetwork is forbidden when spec.hostUsers is false"},
+		{"host pid", func(s *corev1.PodSpec) { s.HostPID = true }, block, errdefs.ErrInvalidArgument, "spec.hostPID is forbidden"},
+		{"host ipc", func(s *corev1.PodSpec) { s.HostIPC = true }, block, errdefs.ErrInvalidArgument, "spec.hostIPC is forbidden"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod(func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false); tt.mutate(&p.Spec) })
+			_, err := SandboxConfig(p, 0, tt.userNS, Options{})
+			checkErr(t, err, tt.class, tt.msg)
+			_, err = ContainerConfig(testInput(p, func(in *ContainerInput) { in.UserNamespace = tt.userNS }), Options{})
+			checkErr(t, err, tt.class, tt.msg)
+		})
+	}
 }

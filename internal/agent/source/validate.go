@@ -59,6 +59,7 @@ func validatePod(pod *corev1.Pod) []error {
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
 	}
+	errs = append(errs, validateHostUsers(&pod.Spec, spec)...)
 	volumes, verrs := validateVolumes(pod.Spec.Volumes, spec.Child("volumes"))
 	errs = append(errs, verrs...)
 	if len(pod.Spec.Containers) == 0 {
@@ -70,6 +71,25 @@ func validatePod(pod *corev1.Pod) []error {
 	}
 	for i := range pod.Spec.Containers {
 		errs = append(errs, validateContainer(&pod.Spec.Containers[i], spec.Child("containers").Index(i), names, volumes)...)
+	}
+	return errs
+}
+
+// validateHostUsers is the API server's rule for hostUsers: false: a pod in
+// its own user namespace may not share the node's network, PID or IPC
+// namespace.
+func validateHostUsers(spec *corev1.PodSpec, p *field.Path) []error {
+	if spec.HostUsers == nil || *spec.HostUsers {
+		return nil
+	}
+	var errs []error
+	for _, host := range []struct {
+		name string
+		set  bool
+	}{{"hostNetwork", spec.HostNetwork}, {"hostPID", spec.HostPID}, {"hostIPC", spec.HostIPC}} {
+		if host.set {
+			errs = append(errs, &fieldError{path: p.Child(host.name).String(), msg: "forbidden: when `spec.hostUsers` is false"})
+		}
 	}
 	return errs
 }

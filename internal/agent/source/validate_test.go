@@ -40,6 +40,13 @@ func TestValidatePod(t *testing.T) {
 		{"missing name", func(p *corev1.Pod) { p.Name = "" }, []string{"metadata.name: required value"}},
 		{"name not a subdomain", func(p *corev1.Pod) { p.Name = "Web_1" }, []string{`metadata.name: invalid value "Web_1": a lowercase RFC 1123 subdomain`}},
 		{"dotted name is fine", func(p *corev1.Pod) { p.Name = "web.example" }, nil},
+		{"host users false", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, nil},
+		{"host namespaces with host users", func(p *corev1.Pod) {
+			p.Spec.HostUsers, p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = ptr(true), true, true, true
+		}, nil},
+		{"host namespaces without host users", func(p *corev1.Pod) {
+			p.Spec.HostUsers, p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = ptr(false), true, true, true
+		}, []string{"spec.hostNetwork: forbidden: when `spec.hostUsers` is false", "spec.hostPID: forbidden", "spec.hostIPC: forbidden"}},
 		{"namespace not a label", func(p *corev1.Pod) { p.Namespace = "Kube_System" }, []string{`metadata.namespace: invalid value "Kube_System": a lowercase RFC 1123 label`}},
 		{"no containers", func(p *corev1.Pod) { p.Spec.Containers = nil }, []string{"spec.containers: required value"}},
 		{"container name not a label", func(p *corev1.Pod) { p.Spec.Containers[0].Name = "App" }, []string{`spec.containers[0].name: invalid value "App"`}},

@@ -9,13 +9,31 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/crib-dev/crib/internal/agent/labels"
+	"github.com/crib-dev/crib/internal/agent/podconfig"
 )
 
 // WritePods prints pods the way `kubectl get pods -A -o wide` does, trimmed
 // to NAMESPACE NAME READY STATUS RESTARTS AGE IP.
 func WritePods(w io.Writer, pods *corev1.PodList, now time.Time) error {
+	return writePods(w, pods, now, false)
+}
+
+// WritePodsWide is WritePods with a USERNS column: the block of host ids a
+// pod with hostUsers: false holds ("FIRST+LENGTH"), "<pending>" while it
+// holds none, "host" for a pod with the host's users.
+func WritePodsWide(w io.Writer, pods *corev1.PodList, now time.Time) error {
+	return writePods(w, pods, now, true)
+}
+
+func writePods(w io.Writer, pods *corev1.PodList, now time.Time, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP")
+	header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP"
+	if wide {
+		header += "\tUSERNS"
+	}
+	fmt.Fprintln(tw, header)
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		row := podRow(p, now)
@@ -23,10 +41,25 @@ func WritePods(w io.Writer, pods *corev1.PodList, now time.Time) error {
 		if ip == "" {
 			ip = "<none>"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, row.ready, row.total,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s", p.Namespace, p.Name, row.ready, row.total,
 			row.status, row.restarts, age(podAge(p), now), ip)
+		if wide {
+			fmt.Fprintf(tw, "\t%s", userNamespace(p))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// userNamespace is the USERNS column of a pod.
+func userNamespace(p *corev1.Pod) string {
+	if podconfig.HostUsers(p) {
+		return "host"
+	}
+	if r := p.Annotations[labels.UserNamespace]; r != "" {
+		return r
+	}
+	return "<pending>"
 }
 
 type podSummary struct {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crib-dev/crib/internal/agent/labels"
 	"github.com/crib-dev/crib/internal/agent/plan"
 )
 
@@ -86,6 +87,38 @@ default     init-error   0/1     Init:Error          0             2m      10.88
 default     pod-init     0/1     ContainerCreating   0             10s     10.88.0.5
 batch       done         0/1     Completed           0             9d      <none>
 default     gone         0/1     Terminating         0             60s     10.88.0.5
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}
+
+func TestWritePodsWideShowsUserNamespaces(t *testing.T) {
+	now := t0.Add(time.Hour)
+	mk := func(name string, hostUsers *bool, block string) corev1.Pod {
+		p := testPod(always, nil, "app")
+		p.Name = name
+		p.Spec.HostUsers = hostUsers
+		if block != "" {
+			p.Annotations = map[string]string{labels.UserNamespace: block}
+		}
+		p.Status = Compute(Facts{Pod: p, Observed: plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()},
+			Containers: []plan.Container{app("app", running, 0, 0)}}, Now: now, StartTime: now.Add(-time.Minute)})
+		return *p
+	}
+	no, yes := false, true
+	pods := &corev1.PodList{Items: []corev1.Pod{
+		mk("own", &no, "131072+65536"), mk("waiting", &no, ""), mk("default", nil, ""), mk("host", &yes, ""),
+	}}
+	var buf bytes.Buffer
+	if err := WritePodsWide(&buf, pods, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `NAMESPACE   NAME      READY   STATUS    RESTARTS   AGE   IP          USERNS
+default     own       1/1     Running   0          60s   10.88.0.5   131072+65536
+default     waiting   1/1     Running   0          60s   10.88.0.5   <pending>
+default     default   1/1     Running   0          60s   10.88.0.5   host
+default     host      1/1     Running   0          60s   10.88.0.5   host
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
