@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +96,9 @@ func TestUserNamespaces(t *testing.T) {
 }
 
 // requireUserNamespaces skips the test unless the runtime's default
-// handler says it supports user namespaces, as the agent requires.
+// handler says it supports user namespaces, as the agent requires. With
+// CRIB_REQUIRE_USERNS set (scripts/test.sh), crib's own daemon lacking them
+// fails the test instead.
 func requireUserNamespaces(t *testing.T, env *runtimeEnv) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), criTimeout)
@@ -108,6 +111,9 @@ func requireUserNamespaces(t *testing.T, env *runtimeEnv) {
 		if h.GetName() == "" && h.GetFeatures().GetUserNamespaces() {
 			return
 		}
+	}
+	if env.daemon != nil && os.Getenv("CRIB_REQUIRE_USERNS") != "" {
+		t.Fatalf("crib at %s has no user namespaces, and CRIB_REQUIRE_USERNS is set:\n%s", env.endpoint, env.daemon.ReadLog())
 	}
 	t.Skipf("the runtime at %s does not say its default handler supports user namespaces "+
 		"(StatusResponse.runtime_handlers[].features.user_namespaces): hostUsers: false pods cannot run on it", env.endpoint)
