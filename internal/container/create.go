@@ -15,6 +15,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/mount"
@@ -101,6 +102,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		}
 		return m.db.Delete(recordKind, id)
 	})
+	if err := failpoint.Check("CreateContainer/intent"); err != nil {
+		return err
+	}
 
 	// The spec phase: the rootfs, the image volumes, the OCI spec and the
 	// bundle.
@@ -113,8 +117,14 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err != nil {
 		return err
 	}
+	if err := failpoint.Check("CreateContainer/rootfs"); err != nil {
+		return err
+	}
 	volumes, err := m.mountImageVolumes(id, cfg, vols, &rollback)
 	if err != nil {
+		return err
+	}
+	if err := failpoint.Check("CreateContainer/image-volumes"); err != nil {
 		return err
 	}
 	spec, err := ocispec.Build(ocispec.Input{
@@ -151,6 +161,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err := writeSpec(m.bundle(id), spec); err != nil {
 		return err
 	}
+	if err := failpoint.Check("CreateContainer/bundle"); err != nil {
+		return err
+	}
 	m.cfg.Tracer.PodPhase(sb.ID, phaseSpec, time.Since(began))
 	if logFile != "" {
 		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
@@ -165,6 +178,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	// cheaper than two.
 	c.State = Created
 	if err := m.save(c); err != nil {
+		return err
+	}
+	if err := failpoint.Check("CreateContainer/created"); err != nil {
 		return err
 	}
 	m.images.Retain(c.ChainIDs)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/sandbox"
@@ -34,6 +35,9 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	// watcher record the exit, before Start returns.
 	started := time.Now()
 	h, err := m.cfg.Monitors.Start(ctx, m.monitorConfig(c, rt))
+	if err == nil {
+		err = failpoint.Check("StartContainer/runtime")
+	}
 	m.cfg.Tracer.PodPhase(c.SandboxID, phaseRuntimeStart, time.Since(started))
 	if err != nil {
 		m.startFailed(ctx, e, rt, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
 
@@ -77,12 +78,18 @@ func (s *Store) commit(ctx context.Context, spec importSpec) (img Image, err err
 	if err := s.ingestBytes(ctx, spec.configDigest, spec.config, &created); err != nil {
 		return Image{}, fmt.Errorf("store image config: %w", err)
 	}
+	if err := failpoint.Check("PullImage/config"); err != nil {
+		return Image{}, err
+	}
 	for d, b := range spec.smallBlobs {
 		if err := s.ingestBytes(ctx, d, b, &created); err != nil {
 			return Image{}, fmt.Errorf("store manifest: %w", err)
 		}
 	}
 	if err := s.ensureLayers(ctx, cfg.RootFS.DiffIDs, chain, spec.layers, &created); err != nil {
+		return Image{}, err
+	}
+	if err := failpoint.Check("PullImage/layers"); err != nil {
 		return Image{}, err
 	}
 	for _, n := range spec.names {

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
 
@@ -147,7 +148,7 @@ func (s *Store) fetchBlob(ctx context.Context, l layerSource, created *createdSe
 	if !existed {
 		created.addBlob(l.desc.Digest.String())
 	}
-	return nil
+	return failpoint.Check("PullImage/blob")
 }
 
 // unpackLayer unpacks one stored layer blob onto parent unless its
@@ -179,7 +180,7 @@ func (s *Store) unpackStored(ctx context.Context, parent, diffID digest.Digest, 
 		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)
 	}
 	created.addChain(chainID.String())
-	return nil
+	return failpoint.Check("PullImage/unpack")
 }
 
 // createdSet lists what one import added, for cleanup on failure. It is

@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
 
@@ -62,6 +63,9 @@ func (s *Store) streamLayer(ctx context.Context, parent, diffID digest.Digest, l
 	_, uerr := s.snaps.Unpack(ctx, parent, diffID, src)
 	if uerr == nil {
 		created.addChain(chainID.String())
+		uerr = failpoint.Check("PullImage/unpack")
+	}
+	if uerr == nil {
 		// The unpacker may stop before the blob's end (tar padding, a
 		// compression trailer); content needs every byte.
 		_, uerr = io.Copy(io.Discard, src)
@@ -77,7 +81,7 @@ func (s *Store) streamLayer(ctx context.Context, parent, diffID digest.Digest, l
 	if !res.existed {
 		created.addBlob(l.desc.Digest.String())
 	}
-	return nil
+	return failpoint.Check("PullImage/blob")
 }
 
 // errIngestEnded tells a writer that content stopped reading.

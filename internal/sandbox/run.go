@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
@@ -77,8 +78,14 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		}
 		return m.db.Delete(recordKind, id)
 	})
+	if err := failpoint.Check("RunPodSandbox/intent"); err != nil {
+		return err
+	}
 
 	if err := m.makeCgroup(ctx, s); err != nil {
+		return err
+	}
+	if err := failpoint.Check("RunPodSandbox/cgroup"); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(s.Dir, 0o711); err != nil {
@@ -91,6 +98,9 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		}
 	}
 	if err := m.writeFiles(s, hostNet, hostname); err != nil {
+		return err
+	}
+	if err := failpoint.Check("RunPodSandbox/files"); err != nil {
 		return err
 	}
 
@@ -110,8 +120,14 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		return err
 	}
 	s.NetNS, s.IPCNS, s.UTSNS, s.UserNS = pinned[netns.Net], pinned[netns.IPC], pinned[netns.UTS], pinned[netns.User]
+	if err := failpoint.Check("RunPodSandbox/namespaces"); err != nil {
+		return err
+	}
 	if !hostNet {
 		if err := m.timed(id, phaseCNIAdd, func() error { return m.attach(ctx, s) }); err != nil {
+			return err
+		}
+		if err := failpoint.Check("RunPodSandbox/network"); err != nil {
 			return err
 		}
 	}
@@ -129,6 +145,9 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		if err := shm.Mount(s.ShmPath); err != nil {
 			return err
 		}
+		if err := failpoint.Check("RunPodSandbox/shm"); err != nil {
+			return err
+		}
 	}
 
 	if ns.GetPid() == runtimeapi.NamespaceMode_POD && s.PausePid == 0 {
@@ -141,6 +160,9 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 			_ = killPause(s)
 			return fmt.Errorf("read pause start time: %w", err)
 		}
+		if err := failpoint.Check("RunPodSandbox/pause"); err != nil {
+			return err
+		}
 	}
 
 	if err := s.State.to(Ready); err != nil {
@@ -148,6 +170,9 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	}
 	s.State = Ready
 	if err := m.save(s); err != nil {
+		return err
+	}
+	if err := failpoint.Check("RunPodSandbox/ready"); err != nil {
 		return err
 	}
 	m.mu.Lock()

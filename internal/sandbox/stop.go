@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/pause"
@@ -27,6 +28,9 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	defer unlock()
 	if err := m.release(ctx, s, false); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", s.ID, err)
+	}
+	if err := failpoint.Check("StopPodSandbox/released"); err != nil {
+		return err
 	}
 	stopped := s.State != NotReady
 	if stopped {
@@ -58,6 +62,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	defer unlock()
 	if err := m.teardown(ctx, s); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", s.ID, err)
+	}
+	if err := failpoint.Check("RemovePodSandbox/teardown"); err != nil {
+		return err
 	}
 	if err := m.db.Delete(recordKind, s.ID); err != nil {
 		return err
@@ -105,6 +112,10 @@ func (m *Manager) locked(id string) (*Sandbox, func(), error) {
 // network down even if the record says it is not attached.
 func (m *Manager) release(ctx context.Context, s *Sandbox, forceDetach bool) error {
 	if err := m.detach(ctx, s, forceDetach); err != nil {
+		return err
+	}
+	// Also a step of RemovePodSandbox (teardown), which arms its own.
+	if err := failpoint.Check("StopPodSandbox/network"); err != nil {
 		return err
 	}
 	var errs []error
