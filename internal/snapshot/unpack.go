@@ -58,7 +58,7 @@ func (s *Store) Unpack(ctx context.Context, parent, diffID digest.Digest, layer 
 	}()
 	size, err := s.unpackInto(ctx, filepath.Join(tmp, fsDirName), diffID, layer, blobSize)
 	if err != nil {
-		return Info{}, fmt.Errorf("unpack layer %s: %w", diffID, err)
+		return Info{}, fmt.Errorf("unpack diff id %s: %w", diffID, err)
 	}
 	info.Size = size
 	if err := writeCommitted(tmp, info); err != nil {
