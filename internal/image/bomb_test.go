@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -122,4 +124,34 @@ func emptyAmd64(t *testing.T) v1.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// TestPullRefusedLayerNotFetchedAgain pulls through a mirror that serves
+// an expanding layer: the refusal ends the pull, and the host is not asked
+// for the same layer.
+func TestPullRefusedLayerNotFetchedAgain(t *testing.T) {
+	requiresRoot(t)
+	img, err := mutate.AppendLayers(emptyAmd64(t), zerosLayer(t, 64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirror, origin := newRegistry(t), newRegistry(t)
+	mirror.push(t, "bomb/app:1", img)
+	origin.push(t, "bomb/app:1", img)
+	var asked atomic.Int32
+	origin.wrap = func(http.ResponseWriter, *http.Request) bool {
+		asked.Add(1)
+		return false
+	}
+	s := openStore(t, t.TempDir(), Config{
+		LayerLimits: snapshot.Limits{ExpansionRatio: 100, ExpansionFloor: 1 << 20},
+		Registries:  map[string]Registry{origin.host: {Mirrors: []string{"http://" + mirror.host}}},
+	})
+	_, err = s.Pull(context.Background(), origin.host+"/bomb/app:1", Auth{})
+	if !errdefs.IsResourceExhausted(err) || !strings.Contains(err.Error(), "expansion_ratio") {
+		t.Fatalf("Pull error = %v, want resource exhausted naming expansion_ratio", err)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the host got %d requests after its mirror's layer was refused", n)
+	}
 }

@@ -111,7 +111,7 @@ func (g *guard) read(n int) error {
 func (g *guard) entry(hdr *tar.Header) error {
 	g.entries++
 	if m := g.limits.MaxEntries; m > 0 && g.entries > m {
-		return fmt.Errorf("layer has more than %d entries (%s sets this): %w", m, keyMaxEntries, errdefs.ErrResourceExhausted)
+		return limitErr(errdefs.ErrResourceExhausted, "layer has more than %d entries (%s sets this)", m, keyMaxEntries)
 	}
 	if err := checkName("name", hdr.Name); err != nil {
 		return err
@@ -141,7 +141,7 @@ func (g *guard) entry(hdr *tar.Header) error {
 }
 
 func (g *guard) tooBig() error {
-	return fmt.Errorf("layer unpacks to more than %d bytes (%s): %w", g.max, g.maxWhy, errdefs.ErrResourceExhausted)
+	return limitErr(errdefs.ErrResourceExhausted, "layer unpacks to more than %d bytes (%s)", g.max, g.maxWhy)
 }
 
 // statfs refreshes room and fails when less than the reserve is free.
@@ -160,26 +160,41 @@ func (g *guard) statfs() error {
 
 func (g *guard) noRoom(need int64) error {
 	if need > 0 {
-		return fmt.Errorf("an entry of %d bytes would leave less than %d bytes free on %s (%s keeps that much free): %w",
-			need, g.limits.FreeSpaceReserve, g.dir, keyReserve, errdefs.ErrResourceExhausted)
+		return limitErr(errdefs.ErrResourceExhausted, "an entry of %d bytes would leave less than %d bytes free on %s (%s keeps that much free)",
+			need, g.limits.FreeSpaceReserve, g.dir, keyReserve)
 	}
-	return fmt.Errorf("less than %d bytes are free on %s (%s keeps that much free): %w",
-		g.limits.FreeSpaceReserve, g.dir, keyReserve, errdefs.ErrResourceExhausted)
+	return limitErr(errdefs.ErrResourceExhausted, "less than %d bytes are free on %s (%s keeps that much free)", g.limits.FreeSpaceReserve, g.dir, keyReserve)
 }
 
 // checkName refuses a name longer than PATH_MAX or with a component
 // longer than NAME_MAX.
 func checkName(what, name string) error {
 	if len(name) > maxPathLen {
-		return fmt.Errorf("%s of %d bytes is longer than PATH_MAX allows (%d): %w", what, len(name), maxPathLen, errdefs.ErrInvalidArgument)
+		return limitErr(errdefs.ErrInvalidArgument, "%s of %d bytes is longer than PATH_MAX allows (%d)", what, len(name), maxPathLen)
 	}
 	for c := range strings.SplitSeq(name, "/") {
 		if len(c) > maxNameLen {
-			return fmt.Errorf("%s has a component of %d bytes, longer than NAME_MAX allows (%d): %w", what, len(c), maxNameLen, errdefs.ErrInvalidArgument)
+			return limitErr(errdefs.ErrInvalidArgument, "%s has a component of %d bytes, longer than NAME_MAX allows (%d)", what, len(c), maxNameLen)
 		}
 	}
 	return nil
 }
+
+// LimitError is a layer refused by a bound: its Limits or the kernel's name
+// lengths. It unwraps to its errdefs class (resource exhausted, or invalid
+// argument for names). The refusal is a property of the layer's content,
+// so another source of the same layer would be refused too.
+type LimitError struct {
+	msg   string
+	class error
+}
+
+func limitErr(class error, format string, args ...any) error {
+	return &LimitError{msg: fmt.Sprintf(format, args...), class: class}
+}
+
+func (e *LimitError) Error() string { return e.msg + ": " + e.class.Error() }
+func (e *LimitError) Unwrap() error { return e.class }
 
 // countingReader reports every read to the guard.
 type countingReader struct {
