@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -153,5 +154,37 @@ func TestPullRefusedLayerNotFetchedAgain(t *testing.T) {
 	}
 	if n := asked.Load(); n != 0 {
 		t.Errorf("the host got %d requests after its mirror's layer was refused", n)
+	}
+}
+
+// TestLoadRefusesExpandingLayer loads a docker archive whose layer expands
+// past the limits: refused as a pull is, and nothing of it is kept.
+func TestLoadRefusesExpandingLayer(t *testing.T) {
+	requiresRoot(t)
+	img, err := mutate.AppendLayers(testImage(t, "amd64", "base"), zerosLayer(t, 64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference("example.com/bomb:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := tarball.Write(ref, img, &archive); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	s := openStore(t, root, Config{LayerLimits: snapshot.Limits{ExpansionRatio: 100, ExpansionFloor: 1 << 20}})
+	_, err = s.Load(context.Background(), &archive)
+	if !errdefs.IsResourceExhausted(err) || !strings.Contains(err.Error(), "expansion_ratio") {
+		t.Fatalf("Load error = %v, want resource exhausted naming expansion_ratio", err)
+	}
+	if imgs := s.List(); len(imgs) != 0 {
+		t.Errorf("images after the refused load: %v", imgs)
+	}
+	for _, d := range []string{"blobs", "snapshots", "ingest", "images", "tmp"} {
+		if n := countFiles(t, filepath.Join(root, d)); n != 0 {
+			t.Errorf("%d files left in %s: %v", n, d, dirNames(t, filepath.Join(root, d)))
+		}
 	}
 }
