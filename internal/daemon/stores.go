@@ -26,7 +26,7 @@ func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
 	images, err := image.Open(ctx, image.Config{
 		Root:                filepath.Join(d.cfg.Root, "images"),
 		Registries:          registries(d.cfg.Registries),
-		LayerLimits:         layerLimits(d.cfg),
+		LayerLimits:         LayerLimits(d.cfg),
 		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
 		Pulls:               d.metrics,
 	})
@@ -59,7 +59,9 @@ func (d *Daemon) prepareRoots() error {
 	return nil
 }
 
-func layerLimits(cfg config.Config) snapshot.Limits {
+// LayerLimits are the bounds of cfg on what one image layer may unpack
+// to; `crib image load` without a daemon applies them too.
+func LayerLimits(cfg config.Config) snapshot.Limits {
 	return snapshot.Limits{
 		MaxSize:          cfg.MaxLayerSize,
 		ExpansionRatio:   cfg.LayerLimits.ExpansionRatio,

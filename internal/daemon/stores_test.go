@@ -16,7 +16,7 @@ func TestLayerLimitsFromConfig(t *testing.T) {
 	cfg.MaxLayerSize = 1
 	cfg.LayerLimits = config.LayerLimits{ExpansionRatio: 2, ExpansionFloor: 3, FreeSpaceReserve: 4, MaxEntries: 5}
 	want := snapshot.Limits{MaxSize: 1, ExpansionRatio: 2, ExpansionFloor: 3, FreeSpaceReserve: 4, MaxEntries: 5}
-	if diff := cmp.Diff(want, layerLimits(cfg)); diff != "" {
-		t.Errorf("layerLimits (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, LayerLimits(cfg)); diff != "" {
+		t.Errorf("LayerLimits (-want +got):\n%s", diff)
 	}
 }
