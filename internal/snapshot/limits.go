@@ -60,7 +60,8 @@ const statfsEvery = 64 << 20
 type guard struct {
 	limits  Limits
 	dir     string // on the file system whose free space is checked
-	max     int64  // the expansion bound of this layer; 0: none
+	bounded bool   // whether max applies
+	max     int64  // the expansion bound of this layer
 	maxWhy  string // how max was reached, for the error
 	entries int64
 	// streamed counts the tar stream's bytes, declared the entries' sizes.
@@ -75,7 +76,9 @@ type guard struct {
 // when unknown) and checks the free space once.
 func newGuard(l Limits, dir string, blobSize int64) (*guard, error) {
 	g := &guard{limits: l, dir: dir}
+	blobSize = max(blobSize, 0) // a manifest may lie; a lie cannot raise the bound
 	if l.ExpansionRatio > 0 {
+		g.bounded = true
 		g.max = math.MaxInt64
 		if blobSize <= math.MaxInt64/l.ExpansionRatio {
 			g.max = max(blobSize*l.ExpansionRatio, l.ExpansionFloor)
@@ -83,7 +86,8 @@ func newGuard(l Limits, dir string, blobSize int64) (*guard, error) {
 		g.maxWhy = fmt.Sprintf("%d times its %d-byte blob, at least %d; %s set this",
 			l.ExpansionRatio, blobSize, l.ExpansionFloor, keyExpansion)
 	}
-	if l.MaxSize > 0 && (g.max == 0 || l.MaxSize < g.max) {
+	if l.MaxSize > 0 && (!g.bounded || l.MaxSize < g.max) {
+		g.bounded = true
 		g.max = l.MaxSize
 		g.maxWhy = keyMaxSize + " sets this"
 	}
@@ -98,7 +102,7 @@ func newGuard(l Limits, dir string, blobSize int64) (*guard, error) {
 // read counts n more bytes of the tar stream.
 func (g *guard) read(n int) error {
 	g.streamed += int64(n)
-	if g.max > 0 && g.streamed > g.max {
+	if g.bounded && g.streamed > g.max {
 		return g.tooBig()
 	}
 	if g.limits.FreeSpaceReserve > 0 && g.streamed-g.statStreamed >= statfsEvery {
@@ -124,10 +128,12 @@ func (g *guard) entry(hdr *tar.Header) error {
 	if hdr.Size <= 0 || (hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeGNUSparse) {
 		return nil
 	}
-	g.declared += hdr.Size
-	if g.max > 0 && g.declared > g.max {
+	// Sizes come from the archive: compare before adding, so that a
+	// huge one cannot wrap the sum around.
+	if g.bounded && hdr.Size > g.max-g.declared {
 		return g.tooBig()
 	}
+	g.declared += min(hdr.Size, math.MaxInt64-g.declared)
 	if g.limits.FreeSpaceReserve > 0 && g.declared-g.statDeclared > g.room {
 		// Look again before refusing: another unpack may have finished.
 		if err := g.statfs(); err != nil {

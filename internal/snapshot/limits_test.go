@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -93,6 +94,41 @@ func TestExpansionRefusedAtHeader(t *testing.T) {
 	}
 	layer := gzipBytes(t, buf.Bytes())
 	err := unpackWith(t, t.TempDir(), Limits{ExpansionRatio: 100, ExpansionFloor: 1 << 20}, layer, digest.FromString("never checked"))
+	wantRefused(t, err, errdefs.ErrResourceExhausted, "expansion_ratio")
+}
+
+// TestDeclaredSizesCannotWrap gives a second entry whose size would wrap
+// the sum of the sizes around past the largest int64.
+func TestDeclaredSizesCannotWrap(t *testing.T) {
+	requiresRoot(t) // "one" is chowned to its header's owner
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []tar.Header{
+		{Typeflag: tar.TypeReg, Name: "one", Mode: 0o644, Size: 1, ModTime: epoch},
+		{Typeflag: tar.TypeReg, Name: "huge", Mode: 0o644, Size: math.MaxInt64, ModTime: epoch},
+	} {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size == 1 {
+			if _, err := tw.Write([]byte("1")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := unpackWith(t, t.TempDir(), Limits{MaxSize: 1 << 20}, buf.Bytes(), digest.FromString("never checked"))
+	wantRefused(t, err, errdefs.ErrResourceExhausted, "max_layer_size")
+}
+
+// TestNegativeBlobSize: a manifest's negative size counts as 0, so only
+// the floor is allowed (here none).
+func TestNegativeBlobSize(t *testing.T) {
+	raw, diffID := makeTar(t, file("f", "data", 0o644))
+	s, err := Open(t.TempDir(), Options{Limits: Limits{ExpansionRatio: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(raw), -1)
 	wantRefused(t, err, errdefs.ErrResourceExhausted, "expansion_ratio")
 }
 
