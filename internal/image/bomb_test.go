@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/klauspost/compress/gzip"
+	"github.com/opencontainers/go-digest"
+	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/crib-dev/crib/internal/snapshot"
 )
@@ -186,5 +188,33 @@ func TestLoadRefusesExpandingLayer(t *testing.T) {
 		if n := countFiles(t, filepath.Join(root, d)); n != 0 {
 			t.Errorf("%d files left in %s: %v", n, d, dirNames(t, filepath.Join(root, d)))
 		}
+	}
+}
+
+// TestCommitRefusesNegativeLayerSize stores nothing of an image whose
+// manifest gives a layer a negative size.
+func TestCommitRefusesNegativeLayerSize(t *testing.T) {
+	root := t.TempDir()
+	s := openStore(t, root, Config{})
+	diffID := digest.FromString("layer")
+	config := []byte(`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["` + diffID.String() + `"]}}`)
+	spec := importSpec{
+		names:        []string{"example.com/negative:1"},
+		configDigest: digest.FromBytes(config),
+		config:       config,
+		layers: []layerSource{{
+			desc: imagespec.Descriptor{MediaType: imagespec.MediaTypeImageLayerGzip, Digest: digest.FromString("blob"), Size: -1},
+			open: func(context.Context) (io.ReadCloser, error) {
+				t.Error("the layer was opened")
+				return io.NopCloser(strings.NewReader("")), nil
+			},
+		}},
+	}
+	_, err := s.commit(context.Background(), spec)
+	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "size -1") {
+		t.Fatalf("commit error = %v, want invalid argument naming the size", err)
+	}
+	if n := countFiles(t, filepath.Join(root, "blobs")); n != 0 {
+		t.Errorf("%d blobs stored", n)
 	}
 }
