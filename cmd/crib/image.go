@@ -12,6 +12,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/api"
 	"github.com/crib-dev/crib/internal/config"
+	"github.com/crib-dev/crib/internal/daemon"
 	"github.com/crib-dev/crib/internal/image"
 )
 
@@ -151,7 +152,7 @@ func loadImages(ctx context.Context, cfg config.Config, client *api.Client, path
 // withStore opens the image store under the configured root for a command
 // run while no daemon does.
 func withStore(ctx context.Context, cfg config.Config, fn func(*image.Store) error) error {
-	store, err := image.Open(ctx, image.Config{Root: filepath.Join(cfg.Root, "images")})
+	store, err := image.Open(ctx, image.Config{Root: filepath.Join(cfg.Root, "images"), LayerLimits: daemon.LayerLimits(cfg)})
 	if err != nil {
 		return err
 	}

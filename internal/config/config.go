@@ -47,12 +47,15 @@ type Config struct {
 	Registries map[string]Registry `toml:"registries"`
 	// PinnedImages are never garbage-collected and report pinned: true.
 	PinnedImages []string `toml:"pinned_images"`
-	// MaxLayerSize bounds the uncompressed size of one image layer in
-	// bytes; 0 means no bound.
+	// MaxLayerSize caps the uncompressed size of any image layer in bytes,
+	// on top of [layer_limits]; 0 means no such cap.
 	MaxLayerSize int64 `toml:"max_layer_size"`
 	// ImagePullProgressTimeout abandons a layer download that received no
 	// byte for this long, written as a duration string ("5m", "30s").
 	ImagePullProgressTimeout time.Duration `toml:"image_pull_progress_timeout"`
+
+	// LayerLimits bound what one image layer may unpack to.
+	LayerLimits LayerLimits `toml:"layer_limits"`
 
 	// Network configures pod networking through CNI.
 	Network Network `toml:"network"`
@@ -87,6 +90,24 @@ type IDRange struct {
 	// Length is a multiple of 65536: how many pods can have their own
 	// user namespace at once, times 65536.
 	Length uint32 `toml:"length"`
+}
+
+// LayerLimits bound what one image layer may unpack to, so that a
+// decompression bomb (a small blob of zeros that expands to more than the
+// disk holds) or a flood of entries is refused while it streams, and the
+// refused pull leaves nothing behind.
+type LayerLimits struct {
+	// ExpansionRatio bounds a layer's uncompressed bytes to this many
+	// times the size of its compressed blob (real layers compress 2-20
+	// times), but never below ExpansionFloor bytes; 0 turns the bound off.
+	ExpansionRatio int64 `toml:"expansion_ratio"`
+	ExpansionFloor int64 `toml:"expansion_floor"`
+	// FreeSpaceReserve is how many bytes of the image file system (under
+	// root) an unpack leaves free; 0 turns the check off.
+	FreeSpaceReserve int64 `toml:"free_space_reserve"`
+	// MaxEntries caps the files, directories and links of one layer; 0
+	// means no cap.
+	MaxEntries int64 `toml:"max_entries"`
 }
 
 // CDI configures where CDI device specs are read from.
@@ -160,6 +181,12 @@ func Default() Config {
 		},
 		ShmSize:                  64 << 20,
 		ImagePullProgressTimeout: 5 * time.Minute,
+		LayerLimits: LayerLimits{
+			ExpansionRatio:   100,
+			ExpansionFloor:   1 << 30,
+			FreeSpaceReserve: 1 << 30,
+			MaxEntries:       1_000_000,
+		},
 		Network: Network{
 			ConfDir:    "/etc/cni/net.d",
 			PluginDirs: []string{"/opt/cni/bin", "/usr/lib/cni"},

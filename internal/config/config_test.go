@@ -90,6 +90,11 @@ func TestValidate(t *testing.T) {
 		{"shm", func(c *Config) { c.ShmSize = 0 }, "shm_size"},
 		{"pull progress timeout", func(c *Config) { c.ImagePullProgressTimeout = 0 }, "image_pull_progress_timeout"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
+		{"max layer size", func(c *Config) { c.MaxLayerSize = -1 }, "max_layer_size"},
+		{"expansion ratio", func(c *Config) { c.LayerLimits.ExpansionRatio = -1 }, "layer_limits.expansion_ratio"},
+		{"expansion floor", func(c *Config) { c.LayerLimits.ExpansionFloor = -1 }, "layer_limits.expansion_floor"},
+		{"free space reserve", func(c *Config) { c.LayerLimits.FreeSpaceReserve = -1 }, "layer_limits.free_space_reserve"},
+		{"max entries", func(c *Config) { c.LayerLimits.MaxEntries = -1 }, "layer_limits.max_entries"},
 		{"subnet", func(c *Config) { c.Network.Subnet = "10.88.0.0" }, "network.subnet"},
 		{"bridge name", func(c *Config) { c.Network.Bridge = "a-bridge-name-too-long" }, "network.bridge"},
 	}

@@ -55,6 +55,19 @@ func (c Config) Validate() error {
 	if c.MaxLayerSize < 0 {
 		bad(fmt.Errorf("%d is negative", c.MaxLayerSize), "max_layer_size")
 	}
+	for _, l := range []struct {
+		key string
+		v   int64
+	}{
+		{"expansion_ratio", c.LayerLimits.ExpansionRatio},
+		{"expansion_floor", c.LayerLimits.ExpansionFloor},
+		{"free_space_reserve", c.LayerLimits.FreeSpaceReserve},
+		{"max_entries", c.LayerLimits.MaxEntries},
+	} {
+		if l.v < 0 {
+			bad(fmt.Errorf("%d is negative", l.v), "layer_limits", l.key)
+		}
+	}
 	if c.ImagePullProgressTimeout <= 0 {
 		bad(fmt.Errorf("%s is not positive", c.ImagePullProgressTimeout), "image_pull_progress_timeout")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/snapshot"
 	"github.com/crib-dev/crib/internal/state"
 )
 
@@ -22,7 +23,7 @@ func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
 	images, err := image.Open(ctx, image.Config{
 		Root:                filepath.Join(d.cfg.Root, "images"),
 		Registries:          registries(d.cfg.Registries),
-		MaxLayerSize:        d.cfg.MaxLayerSize,
+		LayerLimits:         LayerLimits(d.cfg),
 		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
 		Pulls:               d.metrics,
 	})
@@ -62,6 +63,18 @@ func (d *Daemon) prepareRoots() error {
 		os.Remove(probe.Name())
 	}
 	return nil
+}
+
+// LayerLimits are the bounds of cfg on what one image layer may unpack
+// to; `crib image load` without a daemon applies them too.
+func LayerLimits(cfg config.Config) snapshot.Limits {
+	return snapshot.Limits{
+		MaxSize:          cfg.MaxLayerSize,
+		ExpansionRatio:   cfg.LayerLimits.ExpansionRatio,
+		ExpansionFloor:   cfg.LayerLimits.ExpansionFloor,
+		FreeSpaceReserve: cfg.LayerLimits.FreeSpaceReserve,
+		MaxEntries:       cfg.LayerLimits.MaxEntries,
+	}
 }
 
 func registries(in map[string]config.Registry) map[string]image.Registry {

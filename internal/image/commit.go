@@ -44,6 +44,14 @@ func (s *Store) commit(ctx context.Context, spec importSpec) (img Image, err err
 	if len(cfg.RootFS.DiffIDs) != len(spec.layers) {
 		return Image{}, fmt.Errorf("image config %s: %d diff ids for %d layers: %w", spec.configDigest, len(cfg.RootFS.DiffIDs), len(spec.layers), errdefs.ErrInvalidArgument)
 	}
+	for _, l := range spec.layers {
+		// A negative size would leave the blob's download unbounded
+		// (content checks sizes from 0 up) and its expansion bounded by
+		// the floor alone.
+		if l.desc.Size < 0 {
+			return Image{}, fmt.Errorf("layer %s: size %d in the manifest: %w", l.desc.Digest, l.desc.Size, errdefs.ErrInvalidArgument)
+		}
+	}
 	chain := snapshot.ChainIDs(cfg.RootFS.DiffIDs)
 	rec := &record{
 		ID:     spec.configDigest.String(),

@@ -176,7 +176,7 @@ func (s *Store) unpackStored(ctx context.Context, parent, diffID digest.Digest, 
 		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)
 	}
 	defer f.Close()
-	if _, err := s.snaps.Unpack(ctx, parent, diffID, f); err != nil {
+	if _, err := s.snaps.Unpack(ctx, parent, diffID, f, l.desc.Size); err != nil {
 		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)
 	}
 	created.addChain(chainID.String())

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,7 +76,10 @@ func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Au
 			return img, nil
 		}
 		err = classify(err)
-		if ctx.Err() != nil || i == len(eps)-1 {
+		// A layer refused by its limits would be refused from any
+		// endpoint: the others are not asked to send it again.
+		var refused *snapshot.LimitError
+		if ctx.Err() != nil || i == len(eps)-1 || errors.As(err, &refused) {
 			if len(mirrorErrs) > 0 {
 				return Image{}, fmt.Errorf("pull image %s: %w (mirrors: %s)", norm, err, strings.Join(mirrorErrs, "; "))
 			}

@@ -24,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/crib-dev/crib/internal/snapshot"
 )
 
 const (
@@ -141,7 +143,10 @@ func benchCrib(b *testing.B, ctx context.Context, ref string) time.Duration {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(root)
-	s, err := Open(ctx, Config{Root: root})
+	// The layer limits as the daemon's defaults set them: their checks
+	// are part of what a pull costs.
+	limits := snapshot.Limits{ExpansionRatio: 100, ExpansionFloor: 1 << 30, FreeSpaceReserve: 1 << 30, MaxEntries: 1_000_000}
+	s, err := Open(ctx, Config{Root: root, LayerLimits: limits})
 	if err != nil {
 		b.Fatal(err)
 	}

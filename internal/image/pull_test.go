@@ -14,6 +14,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/crib-dev/crib/internal/snapshot"
 )
 
 func TestPullByTagAndDigest(t *testing.T) {
@@ -268,7 +270,7 @@ func TestPullMaxLayerSize(t *testing.T) {
 	reg := newRegistry(t)
 	reg.push(t, "big/app:1", testImage(t, "amd64", "big"))
 	root := t.TempDir()
-	s := openStore(t, root, Config{MaxLayerSize: 100})
+	s := openStore(t, root, Config{LayerLimits: snapshot.Limits{MaxSize: 100}})
 	_, err := s.Pull(context.Background(), reg.host+"/big/app:1", Auth{})
 	if !errdefs.IsResourceExhausted(err) {
 		t.Fatalf("Pull error = %v, want resource exhausted", err)

@@ -31,8 +31,9 @@ type Config struct {
 	// appears in image names ("docker.io", "registry.k8s.io",
 	// "127.0.0.1:5000"). A host without an entry is used directly.
 	Registries map[string]Registry
-	// MaxLayerSize caps the uncompressed bytes of one layer; 0 = no limit.
-	MaxLayerSize int64
+	// LayerLimits bound what one layer may unpack to (decompression bombs,
+	// entry floods); the zero value bounds nothing.
+	LayerLimits snapshot.Limits
 	// Platform selects the image from a multi-arch index; the zero value
 	// means runtime.GOOS/runtime.GOARCH.
 	Platform v1.Platform
@@ -174,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.content, err = content.Open(cfg.Root); err != nil {
 		return nil, fmt.Errorf("open image store: %w", err)
 	}
-	if s.snaps, err = snapshot.Open(cfg.Root, snapshot.Options{MaxLayerSize: cfg.MaxLayerSize}); err != nil {
+	if s.snaps, err = snapshot.Open(cfg.Root, snapshot.Options{Limits: cfg.LayerLimits}); err != nil {
 		return nil, fmt.Errorf("open image store: %w", err)
 	}
 	if err := os.RemoveAll(s.tmpDir); err != nil {

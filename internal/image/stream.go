@@ -60,7 +60,7 @@ func (s *Store) streamLayer(ctx context.Context, parent, diffID digest.Digest, l
 	}()
 	sink := &detachableWriter{w: pw}
 	src := io.TeeReader(rc, sink)
-	_, uerr := s.snaps.Unpack(ctx, parent, diffID, src)
+	_, uerr := s.snaps.Unpack(ctx, parent, diffID, src, l.desc.Size)
 	if uerr == nil {
 		created.addChain(chainID.String())
 		uerr = failpoint.Check("PullImage/unpack")

@@ -13,7 +13,9 @@
 // directory through "..", an absolute name, a symlink in its parent path or
 // a hard link to somewhere else; such a layer is refused and nothing of it
 // is kept. The uncompressed digest (diffID) is computed while unpacking and
-// must match the one the image config promises.
+// must match the one the image config promises. What a layer may unpack to
+// is bounded (Limits): bytes against its blob's size, free space, entries,
+// name lengths; a refusal is a *LimitError, found while streaming.
 //
 // The package describes mounts (LowerDirs) but never mounts anything, and it
 // does not decide when a snapshot is garbage: the image store does.

@@ -40,9 +40,9 @@ type dirTimes struct {
 }
 
 // extract unpacks every entry of tr below root, converting whiteouts to
-// overlay form. Directory times are applied last, deepest first, because
-// creating children changes them.
-func extract(ctx context.Context, root string, tr *tar.Reader) error {
+// overlay form, after g has checked its header. Directory times are
+// applied last, deepest first, because creating children changes them.
+func extract(ctx context.Context, root string, tr *tar.Reader, g *guard) error {
 	x := &extractor{root: root, buf: make([]byte, 128<<10)}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -55,6 +55,9 @@ func extract(ctx context.Context, root string, tr *tar.Reader) error {
 		if err != nil {
 			return fmt.Errorf("read tar entry: %w", err)
 		}
+		if err := g.entry(hdr); err != nil {
+			return fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
+		}
 		if err := x.entry(hdr, tr); err != nil {
 			return fmt.Errorf("extract %q: %w", hdr.Name, err)
 		}
@@ -65,6 +68,16 @@ func extract(ctx context.Context, root string, tr *tar.Reader) error {
 		}
 	}
 	return nil
+}
+
+// shorten keeps an error message short when it quotes a name that may be
+// as long as a PAX header allows (a megabyte).
+func shorten(name string) string {
+	const keep = 128
+	if len(name) <= keep {
+		return name
+	}
+	return fmt.Sprintf("%s...(%d bytes)", name[:keep], len(name))
 }
 
 // finishDir sets a directory's times, skipping it when a later entry

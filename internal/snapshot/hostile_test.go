@@ -84,7 +84,7 @@ func TestHostileLayersRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			layer, diffID := makeTar(t, tc.entries...)
-			_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(layer))
+			_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(layer), 0)
 			t.Logf("error: %v", err)
 			if !errors.Is(err, errdefs.ErrInvalidArgument) {
 				t.Fatalf("Unpack error = %v, want invalid argument", err)
@@ -108,7 +108,7 @@ func TestUnsupportedEntryType(t *testing.T) {
 		t.Fatal(err)
 	}
 	layer, diffID := makeTar(t, entry{hdr: tar.Header{Typeflag: 'V', Name: "vol", ModTime: epoch}})
-	_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(layer))
+	_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(layer), 0)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("Unpack error = %v, want invalid argument", err)
 	}

@@ -22,9 +22,9 @@ const (
 
 // Options configure a Store. The zero value is valid.
 type Options struct {
-	// MaxLayerSize caps the uncompressed bytes of one layer (a guard against
-	// decompression bombs); 0 means no limit.
-	MaxLayerSize int64
+	// Limits bound what one layer may unpack to; the zero value bounds
+	// nothing.
+	Limits Limits
 }
 
 // Store is the set of unpacked snapshots under one root. It is safe for

@@ -42,11 +42,11 @@ func TestStackLowerDirsRemove(t *testing.T) {
 	ctx := context.Background()
 	l0, d0 := makeTar(t, file("a", "bottom", 0o644))
 	l1, d1 := makeTar(t, file("a", "top", 0o644), file(".wh.b", "", 0o644))
-	i0, err := s.Unpack(ctx, "", d0, bytes.NewReader(l0))
+	i0, err := s.Unpack(ctx, "", d0, bytes.NewReader(l0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i1, err := s.Unpack(ctx, i0.ChainID, d1, bytes.NewReader(l1))
+	i1, err := s.Unpack(ctx, i0.ChainID, d1, bytes.NewReader(l1), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,11 @@ var (
 // Unpack extracts one layer (a tar stream, gzip, zstd or uncompressed,
 // detected from its first bytes) as the snapshot whose parent chain is
 // parent ("" for a bottom layer) and whose uncompressed digest must be
-// diffID. If the snapshot already exists the layer is not read. On any
-// error nothing of the layer is kept.
-func (s *Store) Unpack(ctx context.Context, parent, diffID digest.Digest, layer io.Reader) (Info, error) {
+// diffID. blobSize is the size of the layer's blob as stored (compressed),
+// which scales the bound on what it may expand to (Limits); 0 when
+// unknown. If the snapshot already exists the layer is not read. On any
+// error, a refused layer's included, nothing of the layer is kept.
+func (s *Store) Unpack(ctx context.Context, parent, diffID digest.Digest, layer io.Reader, blobSize int64) (Info, error) {
 	if parent != "" {
 		if err := validChainID(parent); err != nil {
 			return Info{}, err
@@ -54,9 +56,9 @@ func (s *Store) Unpack(ctx context.Context, parent, diffID digest.Digest, layer 
 			os.RemoveAll(tmp)
 		}
 	}()
-	size, err := s.unpackInto(ctx, filepath.Join(tmp, fsDirName), diffID, layer)
+	size, err := s.unpackInto(ctx, filepath.Join(tmp, fsDirName), diffID, layer, blobSize)
 	if err != nil {
-		return Info{}, fmt.Errorf("unpack layer %s: %w", diffID, err)
+		return Info{}, fmt.Errorf("unpack diff id %s: %w", diffID, err)
 	}
 	info.Size = size
 	if err := writeCommitted(tmp, info); err != nil {
@@ -75,21 +77,24 @@ func (s *Store) Unpack(ctx context.Context, parent, diffID digest.Digest, layer 
 	return info, nil
 }
 
-// unpackInto decompresses and extracts layer into dir, returning the
-// uncompressed size after checking the diffID.
-func (s *Store) unpackInto(ctx context.Context, dir string, diffID digest.Digest, layer io.Reader) (int64, error) {
+// unpackInto decompresses and extracts layer into dir within the limits,
+// returning the uncompressed size after checking the diffID.
+func (s *Store) unpackInto(ctx context.Context, dir string, diffID digest.Digest, layer io.Reader, blobSize int64) (int64, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("create snapshot fs dir: %w", err)
+	}
+	g, err := newGuard(s.opts.Limits, s.dir, blobSize)
+	if err != nil {
+		return 0, err
 	}
 	plain, closeFn, err := decompress(layer)
 	if err != nil {
 		return 0, err
 	}
 	defer closeFn()
-	counted := &limitedReader{r: plain, max: s.opts.MaxLayerSize}
 	h := sha256.New()
-	stream := io.TeeReader(counted, h)
-	if err := extract(ctx, dir, tar.NewReader(stream)); err != nil {
+	stream := io.TeeReader(&countingReader{r: plain, g: g}, h)
+	if err := extract(ctx, dir, tar.NewReader(stream), g); err != nil {
 		return 0, err
 	}
 	// Trailing padding after the end-of-archive marker is part of the diffID.
@@ -100,7 +105,7 @@ func (s *Store) unpackInto(ctx context.Context, dir string, diffID digest.Digest
 	if got != diffID {
 		return 0, fmt.Errorf("diff id mismatch: expected %s, got %s: %w", diffID, got, errdefs.ErrInvalidArgument)
 	}
-	return counted.n, nil
+	return g.streamed, nil
 }
 
 // decompress detects the layer's compression from its magic bytes.
@@ -126,22 +131,6 @@ func decompress(r io.Reader) (io.Reader, func(), error) {
 	default:
 		return br, func() {}, nil
 	}
-}
-
-// limitedReader counts bytes and fails once more than max were read.
-type limitedReader struct {
-	r   io.Reader
-	max int64
-	n   int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	l.n += int64(n)
-	if l.max > 0 && l.n > l.max {
-		return n, fmt.Errorf("layer exceeds the maximum uncompressed size of %d bytes: %w", l.max, errdefs.ErrResourceExhausted)
-	}
-	return n, err
 }
 
 func writeCommitted(dir string, info Info) error {

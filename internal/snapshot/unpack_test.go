@@ -120,7 +120,7 @@ func TestUnpackPreservesMetadataAndConvertsWhiteouts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			info, err := s.Unpack(context.Background(), "", diffID, bytes.NewReader(tc.layer))
+			info, err := s.Unpack(context.Background(), "", diffID, bytes.NewReader(tc.layer), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func TestDiffIDMismatch(t *testing.T) {
 	}
 	raw, _ := makeTar(t, file("a", "a", 0o644))
 	wrong := digest.FromString("not this layer")
-	_, err = s.Unpack(context.Background(), "", wrong, bytes.NewReader(gzipBytes(t, raw)))
+	_, err = s.Unpack(context.Background(), "", wrong, bytes.NewReader(gzipBytes(t, raw)), 0)
 	if !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("Unpack error = %v, want invalid argument", err)
 	}
@@ -194,12 +194,12 @@ func TestDiffIDMismatch(t *testing.T) {
 func TestMaxLayerSize(t *testing.T) {
 	requiresRoot(t)
 	root := t.TempDir()
-	s, err := Open(root, Options{MaxLayerSize: 4096})
+	s, err := Open(root, Options{Limits: Limits{MaxSize: 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, diffID := makeTar(t, file("big", string(bytes.Repeat([]byte{0}, 1<<20)), 0o644))
-	_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(gzipBytes(t, raw)))
+	_, err = s.Unpack(context.Background(), "", diffID, bytes.NewReader(gzipBytes(t, raw)), 0)
 	if !errors.Is(err, errdefs.ErrResourceExhausted) {
 		t.Fatalf("Unpack error = %v, want resource exhausted", err)
 	}
@@ -221,7 +221,7 @@ func TestConcurrentUnpackSameLayer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.Unpack(context.Background(), "", diffID, bytes.NewReader(raw))
+			_, errs[i] = s.Unpack(context.Background(), "", diffID, bytes.NewReader(raw), 0)
 		}()
 	}
 	wg.Wait()
