@@ -22,3 +22,6 @@ go test -run '^$' -bench 'PodStart$|PodStartNetwork|AgentPodStart|PullImage' -be
 runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 PATH=$(dirname "$runc_bin"):$PATH go test -run '^$' -bench 'PodStartUserNamespace' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
 go test -run '^$' -bench 'ListContainers' -benchtime "${LIST_BENCHTIME:-100x}" -count "${COUNT:-1}" ./test/bench/
+# The node under load: 100 clients listing in a loop while 8 workers make and
+# delete pods, for two minutes; no error, no leak, and the list latencies.
+CRIB_LOAD_DURATION=${LOAD_DURATION:-2m} go test -count=1 -v -run '^TestLoad$' ./test/load/ | grep -E 'load_test.go|^(ok|FAIL|---)'

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Hierarchies are the cgroup trees found under a cgroup file system root.
@@ -152,4 +155,59 @@ func WriteFile(path, value string) error {
 		return fmt.Errorf("write %q to %s: %w", value, path, err)
 	}
 	return nil
+}
+
+// RemoveTree removes the cgroup rel (a path below the hierarchies' roots
+// under fs) and every cgroup below it, deepest first, from every hierarchy
+// that has it. Processes still in them are killed first: it is for the
+// cgroups of a pod or container being torn down, which may hold what a
+// runtime killed half-way through its work left there. A cgroup that does
+// not exist is fine.
+func RemoveTree(fs, rel string) error {
+	h, err := Find(fs)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, root := range h.Roots {
+		top := filepath.Join(root, rel)
+		if !Exists(top) {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := removeCgroup(dirs[i]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroup kills what is left in the cgroup dir and removes it,
+// waiting a little for the killed processes to leave it.
+func removeCgroup(dir string) error {
+	var err error
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if procs, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
+			for _, f := range strings.Fields(string(procs)) {
+				if pid, perr := strconv.Atoi(f); perr == nil && pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		err = os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+	}
 }

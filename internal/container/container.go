@@ -57,6 +57,9 @@ type Container struct {
 	Pid int
 	// LogPath is the CRI log file (LogDirectory + LogPath), or "".
 	LogPath string
+	// CgroupsPath is the container's cgroup as its OCI spec names it (a
+	// path below the hierarchies' roots, or systemd's slice:prefix:name).
+	CgroupsPath string
 	// StopSignal is the image's STOPSIGNAL, used when the CRI config names
 	// none.
 	StopSignal string

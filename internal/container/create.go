@@ -154,6 +154,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	}
 	spec.Root.Path = rootfs
 	c.User = spec.Process.User
+	c.CgroupsPath = spec.Linux.CgroupsPath
 	// The CDI edits come last: device nodes take the process's user.
 	if err := devices.Apply(spec); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/mount"
@@ -182,6 +183,14 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 			}
 		}
 		if err := rt.Delete(ctx, c.ID, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The runtime removes the container's cgroup; one killed while it made
+	// it (a start cut short) leaves it, perhaps with a process, and then
+	// the pod's cgroup could not go.
+	if c.CgroupsPath != "" && !strings.Contains(c.CgroupsPath, ":") {
+		if err := cgroupfs.RemoveTree("/sys/fs/cgroup", c.CgroupsPath); err != nil {
 			errs = append(errs, err)
 		}
 	}

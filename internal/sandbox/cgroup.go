@@ -2,16 +2,14 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
-	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/errdefs"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/stats"
 	"github.com/crib-dev/crib/internal/systemd"
 )
@@ -71,23 +69,10 @@ func (m *Manager) removeCgroup(ctx context.Context, s *Sandbox) error {
 		}
 		return m.cfg.Systemd.Stop(ctx, s.CgroupParent)
 	}
-	var dirs []string
-	if cgroups.Mode() == cgroups.Unified {
-		dirs = []string{filepath.Join("/sys/fs/cgroup", s.CgroupParent)}
-	} else {
-		hierarchies, err := os.ReadDir("/sys/fs/cgroup")
-		if err != nil {
-			return fmt.Errorf("remove pod cgroup: %w", err)
-		}
-		for _, h := range hierarchies {
-			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", h.Name(), s.CgroupParent))
-		}
+	// The whole subtree: a runtime killed while it made a container's
+	// cgroup leaves it, and maybe a process, below the pod's.
+	if err := cgroupfs.RemoveTree("/sys/fs/cgroup", s.CgroupParent); err != nil {
+		return fmt.Errorf("remove pod cgroup: %w", err)
 	}
-	var errs []error
-	for _, d := range dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove pod cgroup %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
