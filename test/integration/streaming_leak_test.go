@@ -27,8 +27,9 @@ func leakSessions() int {
 }
 
 // TestStreamingExecLeaks runs many exec sessions, completed and abandoned
-// by their client in mid-flight (with stdin, silent, with a terminal),
-// and checks that the daemon's descriptors and threads come back to where
+// by their client in mid-flight (with stdin, silent, with a terminal, and
+// with a flood of output the client never reads), and attach sessions
+// abandoned the same way, and checks that the daemon's descriptors and threads come back to where
 // they were and that no exec'd process stays in the container or on the
 // host.
 func TestStreamingExecLeaks(t *testing.T) {
@@ -38,6 +39,8 @@ func TestStreamingExecLeaks(t *testing.T) {
 	podID := e.runPod(pod)
 	id := e.run(podID, pod, e.ctrConfig("c", "sleep", "3600"))
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	ticker := e.run(podID, pod, e.ctrConfig("ticker", "sh", "-c", "while true; do echo tick; sleep 0.05; done"))
+	e.waitState(ticker, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 	pid := e.d.Pid()
 	fdDir, taskDir := fmt.Sprintf("/proc/%d/fd", pid), fmt.Sprintf("/proc/%d/task", pid)
 
@@ -46,6 +49,8 @@ func TestStreamingExecLeaks(t *testing.T) {
 		e.execAbandonedStdin(id),
 		e.execAbandonedSilent(id),
 		e.execAbandonedTTY(id),
+		e.execNeverRead(id),
+		e.attachAbandoned(ticker),
 	}
 	run := func(n int) {
 		t.Helper()
@@ -114,7 +119,7 @@ func execLeftovers(ps []byte) []string {
 	var out []string
 	for _, line := range strings.Split(string(ps), "\n") {
 		switch strings.TrimSpace(line) {
-		case "cat", "sh", "sleep 1001":
+		case "cat", "sh", "sleep 1001", "yes":
 			out = append(out, line)
 		}
 	}
@@ -190,6 +195,40 @@ func (e *env) abandon(args []string, input, want string) error {
 		return fmt.Errorf("crictl %q: no %q in output %q (stderr %q)", args, want, out.String(), errOut.String())
 	}
 	return nil
+}
+
+// execNeverRead runs a process that floods its output at a client that
+// never reads it: the stream backs up to the process, which blocks; then
+// the client goes.
+func (e *env) execNeverRead(id string) func(t *testing.T) error {
+	return func(t *testing.T) error {
+		ctx, cancel := context.WithTimeout(context.Background(), crictlTimeout)
+		defer cancel()
+		cmd := e.crictlCmd(ctx, "exec", id, "yes")
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		defer outR.Close() // never read
+		cmd.Stdout = outW
+		err = cmd.Start()
+		outW.Close()
+		if err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil
+	}
+}
+
+// attachAbandoned attaches to a container that writes on and on, sees its
+// output and kills the client.
+func (e *env) attachAbandoned(id string) func(t *testing.T) error {
+	return func(t *testing.T) error {
+		return e.abandon([]string{"attach", id}, "", "tick")
+	}
 }
 
 // abandonTTY runs `crictl exec -it ID sh` on a pty, waits for the shell's
