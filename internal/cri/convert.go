@@ -44,6 +44,9 @@ func sandboxStatus(sb sandbox.Sandbox) *runtimeapi.PodSandboxStatus {
 			Pid:      ns.GetPid(),
 			Ipc:      ns.GetIpc(),
 			TargetId: ns.GetTargetId(),
+			// The kubelet reads the pod's user namespace mapping back from
+			// here (crictl inspectp shows it).
+			UsernsOptions: ns.GetUsernsOptions(),
 		}}},
 		Labels:         sb.Config.GetLabels(),
 		Annotations:    sb.Config.GetAnnotations(),

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/testutil"
@@ -138,6 +139,13 @@ func TestUserNamespacePod(t *testing.T) {
 	// user namespace owns.
 	pod.Linux.Sysctls = map[string]string{"net.core.somaxconn": "1234"}
 	podID := e.runPod(pod)
+	st, err := e.rt().PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Status.GetLinux().GetNamespaces().GetOptions().GetUsernsOptions(); !proto.Equal(got, pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions) {
+		t.Errorf("PodSandboxStatus userns_options = %v, want the pod's %v", got, pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions)
+	}
 	cfg := e.usernsCtr(pod, "app", "sleep", "3600")
 	cfg.Mounts = []*runtimeapi.Mount{
 		{ContainerPath: "/empty", HostPath: emptyDir},
