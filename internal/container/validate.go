@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	securejoin "github.com/cyphar/filepath-securejoin"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	cv "github.com/crib-dev/crib/internal/crivalidate"
@@ -234,7 +235,8 @@ func validateImageMount(i int, m *runtimeapi.Mount) error {
 }
 
 // logPath joins the sandbox's log directory and the container's log path,
-// refusing a path that would land outside the directory.
+// refusing a path that would land outside the directory, by ".." or by a
+// symlink on the way: the monitor opens it as root.
 func logPath(dir, rel string) (string, error) {
 	if rel == "" {
 		return "", nil
@@ -242,12 +244,18 @@ func logPath(dir, rel string) (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("config.log_path %q is set but the sandbox has no log_directory: %w", rel, errdefs.ErrInvalidArgument)
 	}
-	if filepath.IsAbs(rel) {
-		return "", fmt.Errorf("config.log_path %q must be relative to the log directory: %w", rel, errdefs.ErrInvalidArgument)
+	if err := cv.RelPath("config.log_path", rel); err != nil {
+		return "", err
 	}
-	clean := filepath.Clean(rel)
-	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("config.log_path %q is outside the log directory: %w", rel, errdefs.ErrInvalidArgument)
+	p := filepath.Join(dir, rel)
+	// SecureJoin resolves the symlinks below dir as if dir were the root;
+	// where one was followed, the result differs from the plain join.
+	resolved, err := securejoin.SecureJoin(dir, rel)
+	if err != nil {
+		return "", fmt.Errorf("resolve config.log_path %q under %s: %w", rel, dir, err)
 	}
-	return filepath.Join(dir, clean), nil
+	if resolved != p {
+		return "", fmt.Errorf("config.log_path %q goes through a symlink under %s: %w", rel, dir, errdefs.ErrInvalidArgument)
+	}
+	return p, nil
 }
