@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc/codes"
@@ -11,6 +12,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/sandbox"
 )
 
 // PullImage pulls an image and returns its id.
@@ -19,7 +21,20 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 	if ref == "" {
 		return nil, invalid("image.image is empty")
 	}
+	if err := checkImageSpec("image", req.GetImage()); err != nil {
+		return nil, err
+	}
 	a := req.GetAuth()
+	if err := checkAuth(a); err != nil {
+		return nil, err
+	}
+	// crib pulls alike for every pod, but a config no RunPodSandbox would
+	// take is refused here too.
+	if c := req.GetSandboxConfig(); c != nil {
+		if err := sandbox.Validate(c); err != nil {
+			return nil, fmt.Errorf("sandbox_config: %w", err)
+		}
+	}
 	img, err := s.images.Pull(ctx, ref, image.Auth{
 		Username:      a.GetUsername(),
 		Password:      a.GetPassword(),
