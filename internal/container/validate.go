@@ -20,24 +20,14 @@ func validate(cfg *runtimeapi.ContainerConfig) error {
 		return fmt.Errorf("config is missing: %w", errdefs.ErrInvalidArgument)
 	case cfg.GetMetadata() == nil:
 		return fmt.Errorf("config.metadata is missing: %w", errdefs.ErrInvalidArgument)
-	case cfg.GetMetadata().GetName() == "":
-		return fmt.Errorf("config.metadata.name is empty: %w", errdefs.ErrInvalidArgument)
 	case cfg.GetImage().GetImage() == "":
 		return fmt.Errorf("config.image.image is empty: %w", errdefs.ErrInvalidArgument)
-	}
-	for i, m := range cfg.GetMounts() {
-		if !filepath.IsAbs(m.GetContainerPath()) {
-			return fmt.Errorf("config.mounts[%d].container_path %q is not absolute: %w", i, m.GetContainerPath(), errdefs.ErrInvalidArgument)
-		}
-		if err := validateImageMount(i, m); err != nil {
-			return err
-		}
 	}
 	return validateFields(cfg)
 }
 
-// validateFields checks every other field of the config crib reads,
-// refusing unknown enum values and sizes beyond any real pod's.
+// validateFields checks every field of the config crib reads, refusing
+// unknown enum values and sizes beyond any real pod's.
 func validateFields(cfg *runtimeapi.ContainerConfig) error {
 	if err := cv.Name("config.metadata.name", cfg.GetMetadata().GetName(), true); err != nil {
 		return err
@@ -63,6 +53,9 @@ func validateFields(cfg *runtimeapi.ContainerConfig) error {
 			return err
 		}
 		if err := cv.Enum(f+".propagation", m.GetPropagation(), runtimeapi.MountPropagation_name); err != nil {
+			return err
+		}
+		if err := validateImageMount(i, m); err != nil {
 			return err
 		}
 		if m.GetImage() != nil {
