@@ -9,6 +9,8 @@ import (
 	"github.com/containerd/errdefs"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	cv "github.com/crib-dev/crib/internal/crivalidate"
 )
 
 // kubeletContainer is a config as the kubelet sends it.
@@ -79,8 +81,8 @@ func TestValidate(t *testing.T) {
 		{"device permissions", func(c *runtimeapi.ContainerConfig) { c.Devices[0].Permissions = "rwx" }, "config.devices[0].permissions"},
 		{"bad label key", func(c *runtimeapi.ContainerConfig) { c.Labels["a/b/c"] = "" }, "config.labels"},
 		{"label value too long", func(c *runtimeapi.ContainerConfig) { c.Labels["app"] = strings.Repeat("v", 254) }, "config.labels"},
-		{"annotations over 256 KiB", func(c *runtimeapi.ContainerConfig) {
-			c.Annotations["big"] = strings.Repeat("x", 256<<10)
+		{"annotations over the bound", func(c *runtimeapi.ContainerConfig) {
+			c.Annotations["big"] = strings.Repeat("x", cv.MaxMapTotal)
 		}, "config.annotations"},
 		{"absolute log_path", func(c *runtimeapi.ContainerConfig) { c.LogPath = "/var/log/web.log" }, "config.log_path"},
 		{"log_path leaving by ..", func(c *runtimeapi.ContainerConfig) { c.LogPath = "web/../../x.log" }, "config.log_path"},

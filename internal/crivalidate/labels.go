@@ -8,9 +8,14 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
+// MaxMapTotal bounds the keys and values of a request's labels, and of its
+// annotations: the API server's 256 KiB for a pod's annotations, and room
+// for the few the kubelet adds to them (config.seen, config.source, ...).
+const MaxMapTotal = apivalidation.TotalAnnotationSizeLimitB + 16<<10
+
 // Labels checks labels as the API server checks a pod's: each key a
-// qualified name, the total of keys and values within the annotations'
-// bound. Values are only bounded in length (see MaxLabelValueLen).
+// qualified name, the total of keys and values within MaxMapTotal. Values
+// are only bounded in length (see MaxLabelValueLen).
 func Labels(field string, m map[string]string) error {
 	total := 0
 	for k, v := range m {
@@ -22,14 +27,15 @@ func Labels(field string, m map[string]string) error {
 		}
 		total += len(k) + len(v)
 	}
-	if total > apivalidation.TotalAnnotationSizeLimitB {
-		return Invalid(field, "%d bytes in all, more than %d", total, apivalidation.TotalAnnotationSizeLimitB)
+	if total > MaxMapTotal {
+		return Invalid(field, "%d bytes in all, more than %d", total, MaxMapTotal)
 	}
 	return nil
 }
 
 // Annotations checks annotations as the API server does: each key a
-// qualified name (in any case), keys and values together at most 256 KiB.
+// qualified name (in any case), keys and values together within
+// MaxMapTotal.
 func Annotations(field string, m map[string]string) error {
 	total := 0
 	for k, v := range m {
@@ -38,8 +44,8 @@ func Annotations(field string, m map[string]string) error {
 		}
 		total += len(k) + len(v)
 	}
-	if total > apivalidation.TotalAnnotationSizeLimitB {
-		return Invalid(field, "%d bytes in all, more than %d", total, apivalidation.TotalAnnotationSizeLimitB)
+	if total > MaxMapTotal {
+		return Invalid(field, "%d bytes in all, more than %d", total, MaxMapTotal)
 	}
 	return nil
 }

@@ -58,8 +58,9 @@ func TestLabelsAndAnnotations(t *testing.T) {
 		{"key's name too long", map[string]string{strings.Repeat("k", 64): "x"}, "m[", "m["},
 		{"label value too long", map[string]string{"a": strings.Repeat("v", MaxLabelValueLen+1)}, `m["a"]`, ""},
 		{"value with odd characters", map[string]string{"a": "{\"json\": [1, 2]}"}, "", ""},
-		{"total over 256 KiB", map[string]string{"a": big, "b": big}, `m[`, "m:"},
-		{"total of 256 KiB exactly", map[string]string{"a": strings.Repeat("v", 256<<10-1)}, `m["a"]`, ""},
+		{"total over the bound", map[string]string{"a": big, "b": big}, `m[`, "m:"},
+		{"total at the bound", map[string]string{"a": strings.Repeat("v", MaxMapTotal-1)}, `m["a"]`, ""},
+		{"total one over the bound", map[string]string{"a": strings.Repeat("v", MaxMapTotal)}, `m["a"]`, "m:"},
 	}
 	for _, tt := range tests {
 		wantField(t, tt.name+" (labels)", Labels("m", tt.m), tt.labels)

@@ -7,6 +7,8 @@ import (
 	"github.com/containerd/errdefs"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	cv "github.com/crib-dev/crib/internal/crivalidate"
 )
 
 // kubeletSandbox is a config as the kubelet sends it.
@@ -57,8 +59,8 @@ func TestValidate(t *testing.T) {
 		{"container port 0", func(c *runtimeapi.PodSandboxConfig) { c.PortMappings[0].ContainerPort = 0 }, "config.port_mappings[0].container_port"},
 		{"host port too big", func(c *runtimeapi.PodSandboxConfig) { c.PortMappings[1].HostPort = 65536 }, "config.port_mappings[1].host_port"},
 		{"bad label key", func(c *runtimeapi.PodSandboxConfig) { c.Labels["-app"] = "x" }, "config.labels"},
-		{"annotations over 256 KiB", func(c *runtimeapi.PodSandboxConfig) {
-			c.Annotations["big"] = strings.Repeat("x", 256<<10)
+		{"annotations over the bound", func(c *runtimeapi.PodSandboxConfig) {
+			c.Annotations["big"] = strings.Repeat("x", cv.MaxMapTotal)
 		}, "config.annotations"},
 		{"unknown network mode", func(c *runtimeapi.PodSandboxConfig) {
 			c.Linux.SecurityContext.NamespaceOptions.Network = 9
@@ -142,7 +144,7 @@ func FuzzValidateSandboxConfig(f *testing.F) {
 		for k, v := range cfg.GetAnnotations() {
 			size += len(k) + len(v)
 		}
-		if size > 256<<10 {
+		if size > cv.MaxMapTotal {
 			t.Fatalf("accepted %d bytes of annotations", size)
 		}
 	})
