@@ -135,7 +135,3 @@ func validateLinux(l *runtimeapi.LinuxPodSandboxConfig) error {
 	}
 	return cv.Resources("config.linux.resources", l.GetResources())
 }
-
-// Validate checks a sandbox config as RunPodSandbox does, for the RPCs
-// that carry one for other ends (PullImage).
-func Validate(cfg *runtimeapi.PodSandboxConfig) error { return validate(cfg) }
