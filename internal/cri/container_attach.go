@@ -10,9 +10,10 @@ import (
 // an attach session. The session follows the container's own terminal
 // setting; stdin needs a container created with stdin.
 func (s *Server) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	if err := checkID("container_id", req.GetContainerId(), true); err != nil {
+		return nil, err
+	}
 	switch {
-	case req.GetContainerId() == "":
-		return nil, invalid("container_id is empty")
 	case req.GetTty() && req.GetStderr():
 		return nil, invalid("tty and stderr are both set: a terminal has one output stream")
 	case !req.GetStdin() && !req.GetStdout() && !req.GetStderr():

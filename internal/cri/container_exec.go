@@ -8,16 +8,19 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
+	cv "github.com/crib-dev/crib/internal/crivalidate"
 )
 
 // Exec checks the request against the container and returns the URL of
 // an exec session.
 func (s *Server) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	if err := checkID("container_id", req.GetContainerId(), true); err != nil {
+		return nil, err
+	}
+	if err := cv.Command("cmd", req.GetCmd()); err != nil {
+		return nil, err
+	}
 	switch {
-	case req.GetContainerId() == "":
-		return nil, invalid("container_id is empty")
-	case len(req.GetCmd()) == 0:
-		return nil, invalid("cmd is empty")
 	case req.GetTty() && req.GetStderr():
 		return nil, invalid("tty and stderr are both set: a terminal has one output stream")
 	case !req.GetStdin() && !req.GetStdout() && !req.GetStderr():

@@ -5,16 +5,18 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	cv "github.com/crib-dev/crib/internal/crivalidate"
 )
 
 // ExecSync runs a command in a container and returns its output. When the
 // timeout fires, the command is killed and DeadlineExceeded returned.
 func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	if req.GetContainerId() == "" {
-		return nil, invalid("container_id is empty")
+	if err := checkID("container_id", req.GetContainerId(), true); err != nil {
+		return nil, err
 	}
-	if len(req.GetCmd()) == 0 {
-		return nil, invalid("cmd is empty")
+	if err := cv.Command("cmd", req.GetCmd()); err != nil {
+		return nil, err
 	}
 	if req.GetTimeout() < 0 {
 		return nil, invalid("timeout %d is negative", req.GetTimeout())

@@ -11,6 +11,9 @@ import (
 // sandbox id (or prefix), state and label selector.
 func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	f := req.GetFilter()
+	if err := checkContainerFilter(f); err != nil {
+		return nil, err
+	}
 	resp := &runtimeapi.ListContainersResponse{}
 	for _, c := range s.containers.List() {
 		item := containerItem(c)

@@ -15,6 +15,9 @@ import (
 // logged.
 func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
 	f := req.GetFilter()
+	if err := checkContainerStatsFilter(f); err != nil {
+		return nil, err
+	}
 	if f == nil {
 		// The kubelet's periodic unfiltered listing is where readings of
 		// removed containers and pods are let go.

@@ -9,6 +9,9 @@ import (
 // ListImages lists the images in the store, optionally only the one a
 // filter names.
 func (s *Server) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
+	if err := checkImageSpec("filter.image", req.GetFilter().GetImage()); err != nil {
+		return nil, err
+	}
 	resp := &runtimeapi.ListImagesResponse{}
 	if ref := req.GetFilter().GetImage().GetImage(); ref != "" {
 		img, err := s.images.Resolve(ref)

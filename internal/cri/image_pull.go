@@ -19,7 +19,16 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 	if ref == "" {
 		return nil, invalid("image.image is empty")
 	}
+	if err := checkImageSpec("image", req.GetImage()); err != nil {
+		return nil, err
+	}
 	a := req.GetAuth()
+	if err := checkAuth(a); err != nil {
+		return nil, err
+	}
+	// sandbox_config is not checked: crib pulls alike for every pod and
+	// reads none of it, and clients send partial ones (critest, no
+	// metadata).
 	img, err := s.images.Pull(ctx, ref, image.Auth{
 		Username:      a.GetUsername(),
 		Password:      a.GetPassword(),

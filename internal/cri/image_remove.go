@@ -13,6 +13,9 @@ func (s *Server) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageReq
 	if ref == "" {
 		return nil, invalid("image.image is empty")
 	}
+	if err := checkImageSpec("image", req.GetImage()); err != nil {
+		return nil, err
+	}
 	if err := s.images.Remove(ctx, ref); err != nil {
 		return nil, err
 	}

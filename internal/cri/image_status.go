@@ -14,6 +14,9 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 	if ref == "" {
 		return nil, invalid("image.image is empty")
 	}
+	if err := checkImageSpec("image", req.GetImage()); err != nil {
+		return nil, err
+	}
 	img, err := s.images.Resolve(ref)
 	if errdefs.IsNotFound(err) {
 		return &runtimeapi.ImageStatusResponse{}, nil

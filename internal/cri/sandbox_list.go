@@ -11,6 +11,9 @@ import (
 // prefix), state and label selector.
 func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	f := req.GetFilter()
+	if err := checkSandboxFilter(f); err != nil {
+		return nil, err
+	}
 	resp := &runtimeapi.ListPodSandboxResponse{}
 	for _, sb := range s.sandboxes.List() {
 		item := sandboxItem(sb)

@@ -13,8 +13,11 @@ import (
 // PortForward checks the request against the sandbox and returns the URL
 // of a port-forward session.
 func (s *Server) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	if req.GetPodSandboxId() == "" {
-		return nil, invalid("pod_sandbox_id is empty")
+	if err := checkID("pod_sandbox_id", req.GetPodSandboxId(), true); err != nil {
+		return nil, err
+	}
+	if n := len(req.GetPort()); n > 65535 {
+		return nil, invalid("port: %d ports, more than there are", n)
 	}
 	for i, p := range req.GetPort() {
 		if p <= 0 || p > 65535 {

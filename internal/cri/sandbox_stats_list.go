@@ -16,6 +16,9 @@ import (
 // reason logged.
 func (s *Server) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
 	f := req.GetFilter()
+	if err := checkSandboxStatsFilter(f); err != nil {
+		return nil, err
+	}
 	byPod := s.containersBySandbox()
 	resp := &runtimeapi.ListPodSandboxStatsResponse{}
 	for _, sb := range s.sandboxes.List() {

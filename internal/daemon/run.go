@@ -60,6 +60,12 @@ func (d *Daemon) beginRun(ctx context.Context) (context.Context, func(), error) 
 	return ctx, func() { cancel(); close(run.done) }, nil
 }
 
+// Bounds of the CRI server.
+const (
+	maxRecvMsg           = 16 << 20
+	maxConcurrentStreams = 1000
+)
+
 // serve serves the CRI and the local API on their sockets until ctx is
 // done or a server fails.
 func (d *Daemon) serve(ctx context.Context) error {
@@ -75,7 +81,13 @@ func (d *Daemon) serve(ctx context.Context) error {
 	d.grpc = grpc.NewServer(
 		grpc.UnaryInterceptor(d.server.Interceptor),
 		grpc.StreamInterceptor(d.server.StreamInterceptor),
-		grpc.MaxRecvMsgSize(16<<20),
+		// The kubelet's client sends up to 16 MiB; a request beyond is
+		// refused by grpc before it is decoded.
+		grpc.MaxRecvMsgSize(maxRecvMsg),
+		// Calls in flight on one connection: far above what a kubelet
+		// with its probes and pod workers has at once; beyond it, the
+		// client waits for a stream rather than fail.
+		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		// ExecSync answers with up to 16 MiB of stdout and as much of
 		// stderr, plus the message's own framing.
 		grpc.MaxSendMsgSize(2*ociruntime.DefaultExecOutputCap+1<<20),

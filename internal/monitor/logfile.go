@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,8 +38,11 @@ func openLogFile(path string, now func() time.Time) (*logFile, error) {
 	return l, nil
 }
 
+// openLogPath opens the log for appending. A symlink in its place is
+// refused: CreateContainer checked the path, and a link put there since
+// must not send root's writes elsewhere.
 func openLogPath(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open log file: %w", err)
 	}

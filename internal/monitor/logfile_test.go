@@ -93,3 +93,19 @@ func TestLogFileDiscardAndReopen(t *testing.T) {
 		t.Errorf("log file mode: %v, %v", st, err)
 	}
 }
+
+func TestLogFileRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	path := filepath.Join(dir, "0.log")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := openLogFile(path, time.Now); err == nil {
+		l.close()
+		t.Fatalf("openLogFile through a symlink succeeded")
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("the symlink's target was created: %v", err)
+	}
+}

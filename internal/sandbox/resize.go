@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/cgroupfs"
+	cv "github.com/crib-dev/crib/internal/crivalidate"
 )
 
 // cgroupRoot is where the cgroup file system is mounted.
@@ -28,10 +29,10 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	if id == "" {
 		return fmt.Errorf("pod_sandbox_id is empty: %w", errdefs.ErrInvalidArgument)
 	}
-	if err := validateResources("overhead", overhead); err != nil {
+	if err := cv.Resources("overhead", overhead); err != nil {
 		return err
 	}
-	if err := validateResources("resources", resources); err != nil {
+	if err := cv.Resources("resources", resources); err != nil {
 		return err
 	}
 	s, unlock, err := m.locked(id)
@@ -115,49 +116,4 @@ func (m *Manager) applyLimits(ctx context.Context, cgroup string, l cgroupfs.Lim
 		}
 	}
 	return h.Apply(rel, l)
-}
-
-// validateResources checks the figures of UpdatePodSandboxResources the
-// way the kernel would take them, naming the field: nothing negative but
-// the "no limit" -1 where the kernel has one, a CFS period and quota in
-// the kernel's range, shares within cpu.shares' range.
-func validateResources(field string, r *runtimeapi.LinuxContainerResources) error {
-	if r == nil {
-		return nil
-	}
-	bad := func(name string, v int64, why string) error {
-		return fmt.Errorf("%s.%s = %d: %s: %w", field, name, v, why, errdefs.ErrInvalidArgument)
-	}
-	switch p := r.GetCpuPeriod(); {
-	case p < 0:
-		return bad("cpu_period", p, "negative")
-	case p > 0 && (p < 1000 || p > 1000000):
-		return bad("cpu_period", p, "the kernel takes 1000 to 1000000 microseconds")
-	}
-	switch q := r.GetCpuQuota(); {
-	case q < -1:
-		return bad("cpu_quota", q, "only -1 (no quota) may be negative")
-	case q > 0 && q < 1000:
-		return bad("cpu_quota", q, "the kernel's minimum is 1000 microseconds")
-	}
-	if s := r.GetCpuShares(); s < 0 || s > cgroupfs.MaxShares {
-		return bad("cpu_shares", s, fmt.Sprintf("cpu.shares takes 0 to %d", cgroupfs.MaxShares))
-	}
-	if v := r.GetMemoryLimitInBytes(); v < 0 {
-		return bad("memory_limit_in_bytes", v, "negative")
-	}
-	if v := r.GetMemorySwapLimitInBytes(); v < -1 {
-		return bad("memory_swap_limit_in_bytes", v, "only -1 (no limit) may be negative")
-	}
-	for i, h := range r.GetHugepageLimits() {
-		if h.GetPageSize() == "" {
-			return fmt.Errorf("%s.hugepage_limits[%d].page_size is empty: %w", field, i, errdefs.ErrInvalidArgument)
-		}
-	}
-	for k := range r.GetUnified() {
-		if k == "" || strings.ContainsAny(k, "/\x00") || k == "." || k == ".." {
-			return fmt.Errorf("%s.unified: key %q is not a cgroup file name: %w", field, k, errdefs.ErrInvalidArgument)
-		}
-	}
-	return nil
 }

@@ -1,10 +1,8 @@
 package sandbox
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -39,36 +37,6 @@ func TestPodLimits(t *testing.T) {
 	for _, tt := range tests {
 		if d := cmp.Diff(tt.want, podLimits(tt.overhead, tt.resource)); d != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, d)
-		}
-	}
-}
-
-func TestValidateResources(t *testing.T) {
-	tests := []struct {
-		r     *runtimeapi.LinuxContainerResources
-		field string // "" for valid
-	}{
-		{nil, ""},
-		{&runtimeapi.LinuxContainerResources{CpuShares: 1024, CpuQuota: -1, CpuPeriod: 100000, MemoryLimitInBytes: 1 << 30, MemorySwapLimitInBytes: -1}, ""},
-		{&runtimeapi.LinuxContainerResources{CpuPeriod: -5}, "resources.cpu_period"},
-		{&runtimeapi.LinuxContainerResources{CpuPeriod: 999}, "resources.cpu_period"},
-		{&runtimeapi.LinuxContainerResources{CpuPeriod: 1000001}, "resources.cpu_period"},
-		{&runtimeapi.LinuxContainerResources{CpuQuota: -2}, "resources.cpu_quota"},
-		{&runtimeapi.LinuxContainerResources{CpuQuota: 999}, "resources.cpu_quota"},
-		{&runtimeapi.LinuxContainerResources{CpuShares: -1}, "resources.cpu_shares"},
-		{&runtimeapi.LinuxContainerResources{CpuShares: 262145}, "resources.cpu_shares"},
-		{&runtimeapi.LinuxContainerResources{MemoryLimitInBytes: -1}, "resources.memory_limit_in_bytes"},
-		{&runtimeapi.LinuxContainerResources{MemorySwapLimitInBytes: -2}, "resources.memory_swap_limit_in_bytes"},
-		{&runtimeapi.LinuxContainerResources{HugepageLimits: []*runtimeapi.HugepageLimit{{Limit: 1}}}, "resources.hugepage_limits[0].page_size"},
-		{&runtimeapi.LinuxContainerResources{Unified: map[string]string{"../memory.max": "1"}}, "resources.unified"},
-	}
-	for _, tt := range tests {
-		err := validateResources("resources", tt.r)
-		switch {
-		case tt.field == "" && err != nil:
-			t.Errorf("%v: %v, want no error", tt.r, err)
-		case tt.field != "" && (!errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tt.field)):
-			t.Errorf("%v: %v, want InvalidArgument naming %s", tt.r, err, tt.field)
 		}
 	}
 }

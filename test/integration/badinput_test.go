@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -148,6 +151,66 @@ func TestBadRequests(t *testing.T) {
 			cfg.LogPath = "../x.log"
 			return createIn(ctx, podID, pod, cfg)
 		}, codes.InvalidArgument, "log_path"},
+		{"sandbox with an unknown network mode", func(ctx context.Context) error {
+			cfg := e.podConfig("x")
+			cfg.Linux.SecurityContext.NamespaceOptions.Network = 7
+			_, err := e.rt().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			return err
+		}, codes.InvalidArgument, "config.linux.security_context.namespace_options.network"},
+		{"sandbox with a sysctl of the host", func(ctx context.Context) error {
+			cfg := e.podConfig("x")
+			cfg.Linux.Sysctls = map[string]string{"kernel.panic": "1"}
+			_, err := e.rt().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			return err
+		}, codes.InvalidArgument, `config.linux.sysctls["kernel.panic"]`},
+		{"sandbox on the host network with a net sysctl", func(ctx context.Context) error {
+			cfg := e.podConfig("x")
+			cfg.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
+			cfg.Linux.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
+			_, err := e.rt().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			return err
+		}, codes.InvalidArgument, `config.linux.sysctls["net.ipv4.ip_forward"]`},
+		{"sandbox with 1 MiB of annotations", func(ctx context.Context) error {
+			cfg := e.podConfig("x")
+			cfg.Annotations = map[string]string{"big": strings.Repeat("x", 1<<20)}
+			_, err := e.rt().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			return err
+		}, codes.InvalidArgument, "config.annotations"},
+		{"sandbox over the message bound", func(ctx context.Context) error {
+			cfg := e.podConfig("x")
+			cfg.Annotations = map[string]string{"big": strings.Repeat("x", 17<<20)}
+			_, err := e.rt().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}, grpc.MaxCallSendMsgSize(32<<20))
+			return err
+		}, codes.ResourceExhausted, ""},
+		{"sandbox with an unclean log directory", func(ctx context.Context) error {
+			cfg := e.podConfig("x")
+			cfg.LogDirectory += "/../x"
+			_, err := e.rt().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+			return err
+		}, codes.InvalidArgument, "config.log_directory"},
+		{"container with an unknown mount propagation", func(ctx context.Context) error {
+			podID, pod := readyPod("badprop")
+			cfg := e.ctrConfig("c", "true")
+			cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/tmp", Propagation: 9}}
+			return createIn(ctx, podID, pod, cfg)
+		}, codes.InvalidArgument, "config.mounts[0].propagation"},
+		{"container logging through a symlink", func(ctx context.Context) error {
+			podID, pod := readyPod("symlog")
+			cfg := e.ctrConfig("c", "true")
+			if err := os.MkdirAll(pod.GetLogDirectory(), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere.log"), filepath.Join(pod.GetLogDirectory(), cfg.GetLogPath())); err != nil {
+				t.Fatal(err)
+			}
+			return createIn(ctx, podID, pod, cfg)
+		}, codes.InvalidArgument, "symlink"},
+		{"exec with an argument over execve's bound", func(ctx context.Context) error {
+			podID, pod := readyPod("bigexec")
+			id := e.run(podID, pod, e.ctrConfig("c", "sleep", "3600"))
+			_, err := e.rt().ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"echo", strings.Repeat("a", 200<<10)}})
+			return err
+		}, codes.InvalidArgument, "cmd[1]"},
 		{"start of a running container", func(ctx context.Context) error {
 			podID, pod := readyPod("twice")
 			id := e.run(podID, pod, e.ctrConfig("c", "sleep", "3600"))
