@@ -45,7 +45,7 @@ func FuzzExtract(f *testing.F) {
 		if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_ = extract(context.Background(), root, tar.NewReader(bytes.NewReader(layer)))
+		_ = extract(context.Background(), root, tar.NewReader(bytes.NewReader(layer)), unbounded(t, root))
 
 		names, err := os.ReadDir(base)
 		if err != nil || len(names) != 2 {
@@ -121,7 +121,7 @@ func TestFuzzLayer(t *testing.T) {
 		t.Fatal("fuzzLayer refused a plain layer")
 	}
 	root := t.TempDir()
-	if err := extract(context.Background(), root, tar.NewReader(bytes.NewReader(layer))); err != nil {
+	if err := extract(context.Background(), root, tar.NewReader(bytes.NewReader(layer)), unbounded(t, root)); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/pw")); err != nil || string(b) != "root" {
@@ -133,4 +133,15 @@ func TestFuzzLayer(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(root, "fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("fifo: %v, %v", fi, err)
 	}
+}
+
+// unbounded is a guard with no limits: the fuzzer looks for escapes and
+// crashes, which the limits' own tests do not cover.
+func unbounded(t *testing.T, dir string) *guard {
+	t.Helper()
+	g, err := newGuard(Limits{}, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
