@@ -152,7 +152,7 @@ func TestBuildErrors(t *testing.T) {
 				in.Sandbox.Linux.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
 			},
 			class:   errdefs.ErrInvalidArgument,
-			wantErr: `sysctl "net.ipv4.ip_forward"`,
+			wantErr: `linux.sysctls["net.ipv4.ip_forward"]`,
 		},
 		{
 			name: "slash-separated net sysctl with host network",
@@ -161,7 +161,7 @@ func TestBuildErrors(t *testing.T) {
 				in.Sandbox.Linux.Sysctls = map[string]string{"net/core/somaxconn": "1024"}
 			},
 			class:   errdefs.ErrInvalidArgument,
-			wantErr: `sysctl "net/core/somaxconn"`,
+			wantErr: `linux.sysctls["net/core/somaxconn"]`,
 		},
 		{
 			name: "ipc sysctl with host ipc",
