@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,15 +79,7 @@ type podCgroupFiles struct{ memory, quota string }
 // parent of the cgroup its process is in.
 func (e *env) podCgroup(id string) podCgroupFiles {
 	e.t.Helper()
-	resp, err := e.rt().ContainerStatus(e.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var info struct{ Pid int }
-	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
-		e.t.Fatalf("no pid in the verbose status of %s: %q (%v)", id, resp.Info["info"], err)
-	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", info.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", e.pidOf(id)))
 	if err != nil {
 		e.t.Fatal(err)
 	}

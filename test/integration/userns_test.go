@@ -76,7 +76,7 @@ func (e *env) usernsCtr(pod *runtimeapi.PodSandboxConfig, name string, cmd ...st
 	return cfg
 }
 
-// pidOf is the host pid of a running container.
+// pidOf is the host pid of a running container, from its verbose status.
 func (e *env) pidOf(id string) int {
 	e.t.Helper()
 	resp, err := e.rt().ContainerStatus(e.ctx(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
