@@ -196,7 +196,9 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 	}
 	b := m.bundle(c.ID)
 	if err := mount.UnmountUnder(b); err != nil {
-		errs = append(errs, err)
+		// Not one file is removed under a mount that stayed: it may be an
+		// image's shared layer.
+		return errors.Join(append(errs, err)...)
 	}
 	if err := os.Remove(m.socket(c.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)

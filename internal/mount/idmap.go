@@ -35,12 +35,19 @@ func IDMappedOverlay(lower []string, upper, work, target, scratch string, userns
 	var attached []string
 	defer func() {
 		// The overlay holds private clones of the layers: what was
-		// attached here goes, success or not.
+		// attached here goes, success or not. Only empty directories are
+		// removed, and only once nothing is mounted on them: a recursive
+		// removal through a layer still attached would delete the layer.
 		var errs []error
 		for _, p := range attached {
-			errs = append(errs, Unmount(p))
+			if uerr := Unmount(p); uerr != nil {
+				errs = append(errs, uerr)
+			}
 		}
-		if cerr := errors.Join(append(errs, os.RemoveAll(scratch))...); cerr != nil {
+		if len(errs) == 0 {
+			errs = append(errs, removeEmptyDirs(scratch))
+		}
+		if cerr := errors.Join(errs...); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("id-mapped overlay on %s: clean up: %w", target, cerr))
 		}
 	}()
@@ -89,7 +96,9 @@ func attachMapped(dir, target string, userns *os.File) error {
 		return fmt.Errorf("clone %s: %w", dir, err)
 	}
 	defer unix.Close(tree)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
+	// Read-only too: a lower layer is never written, and a clone that could
+	// be written would be a second way into a shared layer.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY, Userns_fd: uint64(userns.Fd())}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		return fmt.Errorf("map ids of %s: %w", dir, err)
 	}
@@ -123,4 +132,25 @@ func ProbeIDMappedOverlay(dir string, userns *os.File) (err error) {
 		}
 	}
 	return IDMappedOverlay([]string{scratch + "/lower"}, scratch+"/upper", scratch+"/work", scratch+"/merged", scratch+"/mapped", userns)
+}
+
+// removeEmptyDirs removes dir and the empty directories below it; it fails,
+// removing nothing more, at the first one that is not empty.
+func removeEmptyDirs(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			return fmt.Errorf("remove %s: %s is not a directory", dir, e.Name())
+		}
+		if err := removeEmptyDirs(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return os.Remove(dir)
 }
