@@ -56,6 +56,9 @@ func PinIn(cmd *exec.Cmd, user UserNS, req Request) (map[Kind]string, error) {
 	attr.UidMappings, attr.GidMappings = user.UIDs, user.GIDs
 	// The pod's processes call setgroups(2) for their supplementary groups.
 	attr.GidMappingsEnableSetgroups = true
+	// The pod's root: the host's root is not mapped in the namespace, and a
+	// process whose uid is not mapped there has no capabilities in it.
+	attr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	if err := cmd.Start(); err != nil {
 		_ = Remove(req.Dir)
 		return nil, fmt.Errorf("start the first process of the pod's user namespace: %w", err)

@@ -15,8 +15,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// isolateEnv tells a pause started by Isolate to leave the host's file
+// system: its command line must stay `crib pause ID` for Find.
+const isolateEnv = "CRIB_PAUSE_ISOLATE"
+
 // Main is the body of `crib pause`. It returns the process exit code.
 func Main() int {
+	if os.Getenv(isolateEnv) != "" {
+		if err := emptyRoot(); err != nil {
+			fmt.Fprintf(os.Stderr, "crib pause: %v\n", err)
+			return 1
+		}
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT)
 	reap()
@@ -58,6 +68,53 @@ func Start(self, sandboxID string) (int, error) {
 		return 0, fmt.Errorf("start pause: %w", err)
 	}
 	return Collect(cmd), nil
+}
+
+// Isolate makes cmd, a pause not yet started, run in a mount namespace of
+// its own with an empty root. A pod's processes reach their PID 1's root
+// through /proc/1/root: in a pod of its own user namespace, where the pod's
+// root may hold CAP_SYS_PTRACE, that must not be the host's.
+func Isolate(cmd *exec.Cmd) {
+	cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNS
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), isolateEnv+"=1")
+}
+
+// emptyRoot makes an empty read-only tmpfs the root of this process's
+// mount namespace, which must be its own, and detaches the host's.
+func emptyRoot() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	var dir string
+	for _, d := range []string{"/tmp", "/run", "/mnt"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dir = d
+			break
+		}
+	}
+	if dir == "" {
+		return errors.New("no directory to mount an empty root on")
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=16k,mode=0700"); err != nil {
+		return fmt.Errorf("mount an empty root: %w", err)
+	}
+	if err := os.Mkdir(dir+"/old", 0o700); err != nil {
+		return fmt.Errorf("mount an empty root: %w", err)
+	}
+	if err := unix.PivotRoot(dir, dir+"/old"); err != nil {
+		return fmt.Errorf("pivot to an empty root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return fmt.Errorf("pivot to an empty root: %w", err)
+	}
+	if err := unix.Unmount("/old", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the host's root: %w", err)
+	}
+	if err := os.Remove("/old"); err != nil {
+		return fmt.Errorf("detach the host's root: %w", err)
+	}
+	return unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
 }
 
 // Collect returns the pid of a started pause and collects the process

@@ -241,6 +241,7 @@ func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string)
 	sharedPID := nsOpts.GetPid() == runtimeapi.NamespaceMode_POD
 	if sharedPID {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
+		pause.Isolate(cmd)
 	}
 	pinned, err := netns.PinIn(cmd, *userns, req)
 	if err != nil {

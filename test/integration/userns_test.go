@@ -305,6 +305,19 @@ func TestUserNamespaceSetuidAndSharedPID(t *testing.T) {
 	if got := e.execOut(sleeper, "cat", "/proc/1/cmdline"); !strings.Contains(got, "pause") {
 		t.Errorf("pid 1 of the shared PID namespace is %q, want the pod's pause", got)
 	}
+	// The pod's PID 1 does not hold the host's file system: the pod's root
+	// could reach it through /proc/1/root.
+	st, err := e.rt().PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podID, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Pid int }
+	if err := json.Unmarshal([]byte(st.Info["info"]), &info); err != nil || info.Pid == 0 {
+		t.Fatalf("no pause pid in %q: %v", st.Info["info"], err)
+	}
+	if entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/root", info.Pid)); err != nil || len(entries) != 0 {
+		t.Errorf("the pause's root holds %v (%v), want an empty root", entries, err)
+	}
 	if got := e.execOut(sleeper, "id", "-u"); got != "0" {
 		t.Errorf("id -u in the shared-PID pod = %q, want 0", got)
 	}
