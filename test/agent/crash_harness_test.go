@@ -35,19 +35,20 @@ type cribAgent struct {
 	Manifests, AgentRoot, LogRoot     string
 	// CgroupRoot is where the agent makes pod cgroups (--cgroup-root).
 	CgroupRoot string
+	StatusAddr string
+	image      string
+	status     *status.Client
+	cmd        *exec.Cmd
+	done       chan struct{}
+	waitErr    error
+	rt         internalapi.RuntimeService
+	uids       map[string]bool
+	clean      bool
+
 	// Network is the runtime's CNI network name; with a pod network
 	// (usePodNetwork) it is also the bridge, and Subnet its pod CIDR.
 	Network, Subnet string
 	releaseNetwork  func() error
-	StatusAddr      string
-	image           string
-	status          *status.Client
-	cmd             *exec.Cmd
-	done            chan struct{}
-	waitErr         error
-	rt              internalapi.RuntimeService
-	uids            map[string]bool
-	clean           bool
 }
 
 // newCribAgent prepares the directories, config and image of a `crib

@@ -35,13 +35,15 @@ func TestAgentKilledDuringUserNamespacePod(t *testing.T) {
 
 	// Without a crash: how long the pods take, and the lowest blocks, which
 	// every round's pods must get again once the last ones are gone.
-	begin := time.Now()
-	lowest := a.usernsRound(t, "clean", -1, nil)
-	took := time.Since(begin)
+	lowest, took := a.usernsRound(t, "clean", -1, nil)
 	t.Logf("two hostUsers: false pods ran in %s with %v", took.Round(time.Millisecond), lowest)
 
+	// As test/integration's crashDelays: before the agent reads the
+	// manifest, while it writes the blocks and the runtime makes the
+	// sandboxes (user namespace, pause, network), then the containers
+	// (id-mapped layers, overlay), and once the pods run.
 	delays := []time.Duration{0, 5 * time.Millisecond}
-	for _, f := range []float64{0.25, 0.5, 1, 1.5} {
+	for _, f := range []float64{0.05, 0.25, 0.5, 0.75, 0.9, 1, 1.5} {
 		delays = append(delays, time.Duration(f*float64(took)))
 	}
 	for i, delay := range delays {
@@ -55,8 +57,9 @@ func TestAgentKilledDuringUserNamespacePod(t *testing.T) {
 // it again, and checks the pods and their blocks; want, when set, are the
 // blocks they must hold. Then it removes the manifest, waits for the
 // teardown, stops the agent, checks for leaks, and starts it again. It
-// returns the pods' blocks, sorted.
-func (a *cribAgent) usernsRound(t *testing.T, round string, delay time.Duration, want []userns.Range) []userns.Range {
+// returns the pods' blocks, sorted, and how long after the manifest they
+// ran.
+func (a *cribAgent) usernsRound(t *testing.T, round string, delay time.Duration, want []userns.Range) ([]userns.Range, time.Duration) {
 	t.Helper()
 	names := []string{round + "-a", round + "-b"}
 	pods := make([]any, len(names))
@@ -65,13 +68,15 @@ func (a *cribAgent) usernsRound(t *testing.T, round string, delay time.Duration,
 	}
 	file := round + ".yaml"
 	a.writeObjects(t, file, pods...)
+	begin := time.Now()
 
 	var before map[string]userns.Range
 	if delay >= 0 {
 		time.Sleep(delay)
 		a.kill9(t)
 		before = a.usernsFiles(t)
-		t.Logf("%s: killed %s after the manifest; blocks written by then: %v", round, delay, before)
+		t.Logf("%s: killed %s after the manifest; by then %d sandbox and %d container state dirs, blocks %v",
+			round, delay, a.stateDirs("sandboxes"), a.stateDirs("containers"), before)
 		a.start(t)
 	}
 
@@ -83,6 +88,7 @@ func (a *cribAgent) usernsRound(t *testing.T, round string, delay time.Duration,
 		}
 		return true
 	})
+	ran := time.Since(begin)
 	files := a.usernsFiles(t)
 	var blocks []userns.Range
 	for _, n := range names {
@@ -124,7 +130,20 @@ func (a *cribAgent) usernsRound(t *testing.T, round string, delay time.Duration,
 		t.Fatalf("%s: blocks left in pod directories: %v", round, left)
 	}
 	a.start(t)
-	return blocks
+	return blocks, ran
+}
+
+// stateDirs counts the runtime's state directories of kind ("sandboxes"
+// or "containers"), to tell where a SIGKILL landed.
+func (a *cribAgent) stateDirs(kind string) int {
+	entries, _ := os.ReadDir(filepath.Join(a.State, kind))
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() {
+			n++
+		}
+	}
+	return n
 }
 
 // usernsPod is a pod with hostUsers: false on the pod network whose
