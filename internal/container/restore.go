@@ -65,8 +65,16 @@ func (m *Manager) Restore(ctx context.Context) error {
 			go m.watch(e)
 		case c.State == Created && m.startedUnrecorded(ctx, c.ID):
 			// The daemon died inside Start, after the monitor had
-			// started the container: adopt it as running.
-			if err := m.update(e, func(c *Container) { c.State = Running; c.StartedAt = time.Now() }); err != nil {
+			// started the container: adopt it as running, with the pid
+			// the runtime wrote (Start would have recorded it; without it
+			// the status shows no pid and a pod sharing the container's
+			// PID namespace cannot join it). With no pid file the monitor
+			// died early, and the watch finds that out.
+			pid, err := monitor.ReadPidFile(m.pidFile(c.ID))
+			if err != nil {
+				m.log.Warn("container started at restart has no pid", "container", c.ID, "err", err)
+			}
+			if err := m.update(e, func(c *Container) { c.State = Running; c.StartedAt = time.Now(); c.Pid = pid }); err != nil {
 				return err
 			}
 			go m.watch(e)

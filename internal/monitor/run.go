@@ -152,7 +152,7 @@ func (m *monitor) create() (*container, error) {
 		}
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, ociruntime.Classify(msg))
 	}
-	pid, err := readPidFile(cfg.PidFile)
+	pid, err := ReadPidFile(cfg.PidFile)
 	if err != nil {
 		p.closeOurEnds()
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
@@ -160,7 +160,9 @@ func (m *monitor) create() (*container, error) {
 	return &container{pid: pid, stdout: p.out, stderr: p.errR, stdin: p.in, oom: watchOOM(pid)}, nil
 }
 
-func readPidFile(path string) (int, error) {
+// ReadPidFile reads the container's pid the runtime wrote at path. The
+// daemon reads it too, for a container whose start it did not see end.
+func ReadPidFile(path string) (int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("read pid file: %w", err)

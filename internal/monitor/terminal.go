@@ -51,7 +51,7 @@ func (m *monitor) createTerminal(rt *ociruntime.Runtime, runtimeLog string) (*co
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
 	}
-	pid, err := readPidFile(cfg.PidFile)
+	pid, err := ReadPidFile(cfg.PidFile)
 	if err != nil {
 		master.Close()
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)

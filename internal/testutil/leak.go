@@ -48,8 +48,8 @@ func (d *Daemon) Leaks() []string {
 			out = append(out, "systemd unit "+u)
 		}
 	}
-	if d.network != nil {
-		for _, port := range d.network.bridgePorts() {
+	if d.Bridge != "" {
+		for _, port := range bridgePorts(d.Bridge) {
 			out = append(out, "interface "+port+" on bridge "+d.Bridge)
 		}
 	}

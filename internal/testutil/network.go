@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,9 +51,22 @@ func reserveNetwork(seed string) (*testNetwork, error) {
 	return nil, fmt.Errorf("no free test network")
 }
 
-// bridgePorts lists the interfaces still attached to the bridge.
-func (n *testNetwork) bridgePorts() []string {
-	entries, _ := os.ReadDir(filepath.Join("/sys/class/net", n.Bridge, "brif"))
+// ReserveNetwork reserves a test network, a bridge and its /24, for a
+// runtime the test configures itself. release deletes the bridge and frees
+// the reservation, once the runtime's pods are gone. Set the Daemon's
+// Bridge to it so that the leak check looks at its ports and addresses.
+func ReserveNetwork(t testing.TB, seed string) (bridge, subnet string, release func() error) {
+	t.Helper()
+	n, err := reserveNetwork(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Bridge, n.Subnet, n.release
+}
+
+// bridgePorts lists the interfaces still attached to a bridge.
+func bridgePorts(bridge string) []string {
+	entries, _ := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
 	var out []string
 	for _, e := range entries {
 		out = append(out, e.Name())

@@ -108,7 +108,7 @@ func (a *cribAgent) stopAndCheckLeaks(t *testing.T) {
 // leakCheck describes the agent's runtime for testutil's leak check.
 func (a *cribAgent) leakCheck() *testutil.Daemon {
 	return &testutil.Daemon{Dir: a.Dir, Root: a.Root, State: a.State, Socket: a.Socket,
-		Binary: a.Binary, CgroupParent: a.CgroupParent, Bridge: "crib-crash-test"}
+		Binary: a.Binary, CgroupParent: a.CgroupParent, Bridge: a.Network}
 }
 
 // waitNoLeaks gives processes that were just told to quit a few seconds.
@@ -167,6 +167,11 @@ func (a *cribAgent) cleanup() {
 		base := filepath.Join("/sys/fs/cgroup", h.Name(), a.CgroupRoot)
 		for _, d := range []string{filepath.Join(base, "besteffort"), filepath.Join(base, "burstable"), base} {
 			_ = os.Remove(d)
+		}
+	}
+	if a.releaseNetwork != nil {
+		if err := a.releaseNetwork(); err != nil {
+			t.Errorf("cleanup: %v", err)
 		}
 	}
 	if t.Failed() {

@@ -44,6 +44,11 @@ type cribAgent struct {
 	rt         internalapi.RuntimeService
 	uids       map[string]bool
 	clean      bool
+
+	// Network is the runtime's CNI network name; with a pod network
+	// (usePodNetwork) it is also the bridge, and Subnet its pod CIDR.
+	Network, Subnet string
+	releaseNetwork  func() error
 }
 
 // newCribAgent prepares the directories, config and image of a `crib
@@ -76,6 +81,7 @@ func newCribAgent(t *testing.T) *cribAgent {
 		Manifests:    filepath.Join(dir, "manifests"),
 		AgentRoot:    filepath.Join(dir, "agent"),
 		LogRoot:      filepath.Join(dir, "logs"),
+		Network:      "crib-crash-test",
 		StatusAddr:   freeAddr(t),
 		image:        img.Ref,
 		uids:         map[string]bool{},
@@ -87,12 +93,15 @@ func newCribAgent(t *testing.T) *cribAgent {
 			t.Fatal(err)
 		}
 	}
+	// The root of a pod in its own user namespace reaches its rootfs and
+	// the pod's files through here.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	if err := testutil.LinkOrCopy(crib, a.Binary); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(a.Config, a.configTOML(img), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	a.writeConfig(t, img)
 	if img.Tarball != "" {
 		out, err := exec.Command(a.Binary, "image", "load", "--config", a.Config, img.Tarball).CombinedOutput()
 		if err != nil {
@@ -102,13 +111,32 @@ func newCribAgent(t *testing.T) *cribAgent {
 	return a
 }
 
-// configTOML is the runtime's configuration. The pods use the host
-// network, so the CNI network is configured but never set up.
+func (a *cribAgent) writeConfig(t *testing.T, img testutil.TestImage) {
+	t.Helper()
+	if err := os.WriteFile(a.Config, a.configTOML(img), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// usePodNetwork gives the runtime a CNI network of its own, a test
+// network's bridge and subnet, for pods that cannot use the host's
+// (hostUsers: false). Call it before start.
+func (a *cribAgent) usePodNetwork(t *testing.T) {
+	t.Helper()
+	a.Network, a.Subnet, a.releaseNetwork = testutil.ReserveNetwork(t, a.Dir)
+	a.writeConfig(t, testutil.Busybox(t))
+}
+
+// configTOML is the runtime's configuration. Host-network pods never set
+// the CNI network up; with usePodNetwork it is a bridge of its own.
 func (a *cribAgent) configTOML(img testutil.TestImage) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "root = %q\nstate = %q\nsocket = %q\nlog_level = \"debug\"\ncgroup_parent = %q\n",
 		a.Root, a.State, a.Socket, a.CgroupParent)
-	fmt.Fprintf(&b, "\n[network]\nconf_dir = %q\nname = \"crib-crash-test\"\n", filepath.Join(a.Dir, "cni"))
+	fmt.Fprintf(&b, "\n[network]\nconf_dir = %q\nname = %q\n", filepath.Join(a.Dir, "cni"), a.Network)
+	if a.Subnet != "" {
+		fmt.Fprintf(&b, "bridge = %q\nsubnet = %q\n", a.Network, a.Subnet)
+	}
 	hosts := make([]string, 0, len(img.Mirrors))
 	for h := range img.Mirrors {
 		hosts = append(hosts, h)

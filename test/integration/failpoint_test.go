@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,8 +181,16 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		if mode == "error" && st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			f.t.Errorf("container after a failed start: %s, want EXITED", st.State)
 		}
+		if mode == "kill" {
+			// Adopted as started, with the pid Start would have recorded.
+			if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				f.t.Errorf("container after the daemon died inside its start: %s, want RUNNING", st.State)
+			} else if pid := f.containerPid(id); syscall.Kill(pid, 0) != nil {
+				f.t.Errorf("the adopted container's pid %d is not a live process", pid)
+			}
+		}
 		f.removeAllAndCheck(f.t)
-		return "the container EXITED (error) or adopted (kill); no runc container, monitor or process left after removal"
+		return "the container EXITED (error) or adopted RUNNING with its live pid (kill); no runc container, monitor or process left after removal"
 	},
 	"StopPodSandbox": func(f *fpEnv, step, mode string) string {
 		pod := f.podConfig("fp")
