@@ -120,7 +120,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err := failpoint.Check("CreateContainer/rootfs"); err != nil {
 		return err
 	}
-	volumes, err := m.mountImageVolumes(id, cfg, vols, &rollback)
+	volumes, err := m.mountImageVolumes(id, cfg, vols, ns.User, &rollback)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 // returns, by mount index, what the OCI spec binds: the image's root or its
 // image_sub_path. Each step pushes its undo; the container's own undo
 // (teardown) would unmount them too, as restore does after a crash.
-func (m *Manager) mountImageVolumes(id string, cfg *runtimeapi.ContainerConfig, vols []volumeImage, rollback *undo.Stack) (map[int]string, error) {
+func (m *Manager) mountImageVolumes(id string, cfg *runtimeapi.ContainerConfig, vols []volumeImage, userns *ocispec.UserNamespace, rollback *undo.Stack) (map[int]string, error) {
 	if len(vols) == 0 {
 		return nil, nil
 	}
@@ -213,7 +213,7 @@ func (m *Manager) mountImageVolumes(id string, cfg *runtimeapi.ContainerConfig, 
 			return nil
 		})
 		dir := m.volumeDir(id, v.mount)
-		if err := m.mountImageVolume(dir, v.img); err != nil {
+		if err := m.mountImageVolume(dir, v.img, userns); err != nil {
 			return nil, fmt.Errorf("%s: mount image %s: %w", field, v.img.ID, err)
 		}
 		rollback.Push("image volume "+dir, func(context.Context) error { return mount.Unmount(dir) })

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/ocispec"
 )
 
 // ImageVolume is an image a container mounts read-only: a CRI mount with
@@ -65,8 +66,9 @@ func (m *Manager) volumeDir(id string, i int) string {
 // so a single layer is paired with an empty one (a read-only bind would do
 // too, but a bind is writable until its remount, and a crash in between
 // would leave the layer writable under the bundle). An image without
-// layers is the empty dir itself.
-func (m *Manager) mountImageVolume(dir string, img image.Image) error {
+// layers is the empty dir itself. For a pod of its own user namespace the
+// layers are seen through its id mapping, as the rootfs's are.
+func (m *Manager) mountImageVolume(dir string, img image.Image, userns *ocispec.UserNamespace) error {
 	lower, err := m.images.LowerDirs(img)
 	if err != nil {
 		return err
@@ -83,6 +85,15 @@ func (m *Manager) mountImageVolume(dir string, img image.Image) error {
 			return err
 		}
 		lower = append(lower, empty)
+	}
+	if userns != nil {
+		// The bind of an overlay cannot be id-mapped: its layers are.
+		f, err := os.Open(userns.Path)
+		if err != nil {
+			return fmt.Errorf("open the pod's user namespace: %w", err)
+		}
+		defer f.Close()
+		return mount.IDMappedOverlay(lower, "", "", dir, dir+".mapped", f)
 	}
 	ov := mount.Mount{Type: "overlay", Source: "overlay", Options: []string{"ro", "lowerdir=" + strings.Join(lower, ":")}}
 	return ov.Mount(dir)

@@ -16,7 +16,9 @@ import (
 // owned, in the overlay, by the host id that the namespace maps 0 to. The
 // layers themselves are not touched, so they stay shared with overlays that
 // are not mapped. upper is not mapped: what the container writes is stored
-// with its host ids. lower is ordered as overlayfs' lowerdir, topmost first.
+// with its host ids. With no upper (and no work) dir the overlay is
+// read-only, and needs two lower layers at least. lower is ordered as
+// overlayfs' lowerdir, topmost first.
 //
 // overlayfs takes a private clone of each lower layer, but only of one
 // attached to the mount tree: each mapped layer is attached under scratch
@@ -66,15 +68,20 @@ func IDMappedOverlay(lower []string, upper, work, target, scratch string, userns
 			return fmt.Errorf("id-mapped overlay on %s: lowerdir+ %s: %w", target, dir, err)
 		}
 	}
-	for _, kv := range [][2]string{{"upperdir", upper}, {"workdir", work}} {
-		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
-			return fmt.Errorf("id-mapped overlay on %s: %s=%s: %w", target, kv[0], kv[1], err)
+	var attrs int
+	if upper == "" {
+		attrs = unix.MOUNT_ATTR_RDONLY
+	} else {
+		for _, kv := range [][2]string{{"upperdir", upper}, {"workdir", work}} {
+			if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
+				return fmt.Errorf("id-mapped overlay on %s: %s=%s: %w", target, kv[0], kv[1], err)
+			}
 		}
 	}
 	if err := unix.FsconfigCreate(fsfd); err != nil {
 		return fmt.Errorf("id-mapped overlay on %s: create: %w", target, err)
 	}
-	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, 0)
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, attrs)
 	if err != nil {
 		return fmt.Errorf("id-mapped overlay on %s: fsmount: %w", target, err)
 	}

@@ -430,7 +430,11 @@ func TestBuildUserNamespace(t *testing.T) {
 	in.Container.Mounts = []*runtimeapi.Mount{
 		{ContainerPath: "/data", HostPath: f.hostDir(t, "data")},
 		{ContainerPath: "/own", HostPath: f.hostDir(t, "own"), UidMappings: own, GidMappings: own},
+		// The kubelet sends the pod's mappings with an image mount too;
+		// its layers are mapped where they are mounted, not here.
+		{ContainerPath: "/img", Image: &runtimeapi.ImageSpec{Image: "sha256:abc"}, UidMappings: own, GidMappings: own},
 	}
+	in.ImageVolumes = map[int]string{2: f.hostDir(t, "imgvol")}
 	spec, err := Build(in)
 	if err != nil {
 		t.Fatal(err)
@@ -444,12 +448,12 @@ func TestBuildUserNamespace(t *testing.T) {
 	if diff := cmp.Diff(pod, spec.Linux.GIDMappings); diff != "" {
 		t.Errorf("gid mappings (-want +got):\n%s", diff)
 	}
-	// Every bind mount is mapped: the pod's files, /dev/shm and the CRI
-	// mounts, each by its own mapping if it names one, else the pod's;
-	// the kernel file systems are mounted inside and are not.
+	// Every bind mount from the host is mapped: the pod's files, /dev/shm
+	// and the CRI mounts, each by its own mapping if it names one, else the
+	// pod's; an image mount and the kernel file systems are not.
 	wantMapped := map[string][]specs.LinuxIDMapping{
 		"/etc/hostname": pod, "/etc/resolv.conf": pod, "/etc/hosts": pod, "/dev/shm": pod,
-		"/data": pod, "/own": IDMappings(own),
+		"/data": pod, "/own": IDMappings(own), "/img": nil,
 	}
 	for _, m := range spec.Mounts {
 		want := wantMapped[m.Destination]

@@ -37,25 +37,7 @@ func (b *builder) mounts() error {
 		return depth(x.Destination) - depth(y.Destination)
 	})
 	b.spec.Mounts = append(out, cri...)
-	b.mapBindMounts()
 	return nil
-}
-
-// mapBindMounts id-maps, in a pod of its own user namespace, every bind
-// mount from the host that names no mapping of its own (the kernel file
-// systems are mounted inside the namespace and need none): the pod's root
-// owns what the host's root owns, and what it writes is stored as the
-// host's root, as under containerd and CRI-O.
-func (b *builder) mapBindMounts() {
-	u := b.in.Namespaces.User
-	if u == nil {
-		return
-	}
-	for i, m := range b.spec.Mounts {
-		if m.Type == "bind" && m.UIDMappings == nil && m.GIDMappings == nil {
-			b.spec.Mounts[i].UIDMappings, b.spec.Mounts[i].GIDMappings = u.UIDs, u.GIDs
-		}
-	}
 }
 
 // standardMounts are the kernel file systems every container gets. /sys
@@ -76,7 +58,11 @@ func standardMounts(privileged bool) []specs.Mount {
 }
 
 // sandboxMounts binds the files the sandbox prepared. The /etc files are
-// read-only when the rootfs is.
+// read-only when the rootfs is. In a pod's own user namespace they are
+// id-mapped with its range, so the pod's root owns them as the host's root
+// does: the /etc files, as containerd maps them, and /dev/shm too (a tmpfs,
+// which Linux 6.3 and later can id-map), so that what the pod's root
+// writes there is stored as the host's root.
 func (b *builder) sandboxMounts() []specs.Mount {
 	mode := "rw"
 	if b.sc.GetReadonlyRootfs() {
@@ -84,9 +70,13 @@ func (b *builder) sandboxMounts() []specs.Mount {
 	}
 	f := b.in.Files
 	var out []specs.Mount
+	var uids, gids []specs.LinuxIDMapping
+	if u := b.in.Namespaces.User; u != nil {
+		uids, gids = u.UIDs, u.GIDs
+	}
 	bind := func(dst, src string, opts ...string) {
 		if src != "" {
-			out = append(out, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: opts})
+			out = append(out, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: opts, UIDMappings: uids, GIDMappings: gids})
 		}
 	}
 	bind("/etc/hostname", f.HostnamePath, "rbind", "rprivate", mode)
@@ -106,9 +96,9 @@ func (b *builder) criMounts() ([]specs.Mount, error) {
 		var sm specs.Mount
 		var err error
 		if m.GetImage().GetImage() != "" {
-			sm, err = imageMount(i, m, b.in.ImageVolumes[i])
+			sm, err = imageMount(i, m, b.in.ImageVolumes[i], b.in.Namespaces.User != nil)
 		} else {
-			sm, err = convertMount(i, m, b.in.RecursiveReadOnlySupported, b.in.Namespaces.User != nil)
+			sm, err = convertMount(i, m, b.in.RecursiveReadOnlySupported, b.in.Namespaces.User)
 		}
 		if err != nil {
 			return nil, err
@@ -132,7 +122,7 @@ func (b *builder) criMounts() ([]specs.Mount, error) {
 
 // convertMount turns CRI mount i into a bind mount. The source must exist;
 // symlinks in it are resolved on the host.
-func convertMount(i int, m *runtimeapi.Mount, rroSupported, userns bool) (specs.Mount, error) {
+func convertMount(i int, m *runtimeapi.Mount, rroSupported bool, userns *UserNamespace) (specs.Mount, error) {
 	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
 	dst := m.GetContainerPath()
 	if !filepath.IsAbs(dst) {
@@ -175,14 +165,19 @@ func convertMount(i int, m *runtimeapi.Mount, rroSupported, userns bool) (specs.
 	return specs.Mount{Destination: filepath.Clean(dst), Type: "bind", Source: resolved, Options: opts, UIDMappings: uids, GIDMappings: gids}, nil
 }
 
-// mountMappings are the id mappings CRI mount i names for itself. Only a
-// container in its pod's own user namespace can have them, and then both.
-func mountMappings(i int, m *runtimeapi.Mount, userns bool) (uids, gids []specs.LinuxIDMapping, err error) {
+// mountMappings are the id mappings of CRI mount i: its own, which the
+// kubelet sends (the pod's range), else, in a pod of its own user
+// namespace, the pod's; none with the host's users. Only a container in its
+// pod's own user namespace can name mappings, and then both.
+func mountMappings(i int, m *runtimeapi.Mount, userns *UserNamespace) (uids, gids []specs.LinuxIDMapping, err error) {
 	if len(m.GetUidMappings()) == 0 && len(m.GetGidMappings()) == 0 {
-		return nil, nil, nil
+		if userns == nil {
+			return nil, nil, nil
+		}
+		return userns.UIDs, userns.GIDs, nil
 	}
 	switch {
-	case !userns:
+	case userns == nil:
 		return nil, nil, fmt.Errorf("mounts[%d].uidMappings: an id-mapped mount needs a pod in its own user namespace: %w", i, errdefs.ErrInvalidArgument)
 	case len(m.GetUidMappings()) == 0 || len(m.GetGidMappings()) == 0:
 		return nil, nil, fmt.Errorf("mounts[%d]: an id-mapped mount needs both uidMappings and gidMappings: %w", i, errdefs.ErrInvalidArgument)
@@ -201,8 +196,11 @@ func IDMappings(ms []*runtimeapi.IDMapping) []specs.LinuxIDMapping {
 
 // imageMount turns CRI mount i, which names an image, into a read-only
 // bind of src, where the caller mounted the image. An image mount is
-// read-only and private whatever the CRI mount asks.
-func imageMount(i int, m *runtimeapi.Mount, src string) (specs.Mount, error) {
+// read-only and private whatever the CRI mount asks. In a pod of its own
+// user namespace the caller mounted the image's layers id-mapped already
+// (an overlay cannot be id-mapped again): the bind is not mapped, and the
+// mappings the kubelet sends with it are not used.
+func imageMount(i int, m *runtimeapi.Mount, src string, userns bool) (specs.Mount, error) {
 	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
 	dst := m.GetContainerPath()
 	switch {
@@ -210,8 +208,8 @@ func imageMount(i int, m *runtimeapi.Mount, src string) (specs.Mount, error) {
 		return specs.Mount{}, fmt.Errorf("%s %q is not absolute: %w", field("container_path"), dst, errdefs.ErrInvalidArgument)
 	case m.GetHostPath() != "":
 		return specs.Mount{}, fmt.Errorf("%s and %s are both set: %w", field("image"), field("host_path"), errdefs.ErrInvalidArgument)
-	case len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0:
-		return specs.Mount{}, fmt.Errorf("%s: id-mapped mounts are not supported: %w", field("uidMappings"), errdefs.ErrNotImplemented)
+	case !userns && (len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0):
+		return specs.Mount{}, fmt.Errorf("%s: an id-mapped mount needs a pod in its own user namespace: %w", field("uidMappings"), errdefs.ErrInvalidArgument)
 	case m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE:
 		return specs.Mount{}, fmt.Errorf("%s: an image mount must be private: %w", field("propagation"), errdefs.ErrInvalidArgument)
 	case src == "":

@@ -147,10 +147,13 @@ func TestUserNamespacePod(t *testing.T) {
 		t.Errorf("PodSandboxStatus userns_options = %v, want the pod's %v", got, pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions)
 	}
 	cfg := e.usernsCtr(pod, "app", "sleep", "3600")
+	// The kubelet sends the pod's mappings with every mount; critest
+	// sends none. Both mean the pod's.
+	userns := pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions
 	cfg.Mounts = []*runtimeapi.Mount{
-		{ContainerPath: "/empty", HostPath: emptyDir},
+		{ContainerPath: "/empty", HostPath: emptyDir, UidMappings: userns.Uids, GidMappings: userns.Gids},
 		{ContainerPath: "/host", HostPath: hostPath},
-		{ContainerPath: "/unmapped", HostPath: unmapped},
+		{ContainerPath: "/unmapped", HostPath: unmapped, UidMappings: userns.Uids, GidMappings: userns.Gids},
 	}
 	id := e.run(podID, pod, cfg)
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, testutil.Patience(10*time.Second))
@@ -415,4 +418,33 @@ func TestCrashDuringUserNamespacePod(t *testing.T) {
 		}
 		e.removeAllAndCheck(t)
 	}
+}
+
+// TestUserNamespaceImageVolume mounts image volumes (of two layers and of
+// one) in a user-namespace pod, with the mappings the kubelet sends on
+// every mount: the image's files are root's inside and readable.
+func TestUserNamespaceImageVolume(t *testing.T) {
+	e := newEnv(t)
+	e.requireUserNamespaces()
+	e.d.LoadImage(t, volumeImages(t))
+	pod := e.usernsPod("userns-imgvol", 15<<16)
+	podID := e.runPod(pod)
+	cfg := e.usernsCtr(pod, "reader", "sleep", "3600")
+	userns := pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions
+	for _, m := range []*runtimeapi.Mount{imageMount("/vol", twoLayers, ""), imageMount("/one", oneLayer, "")} {
+		m.UidMappings, m.GidMappings = userns.Uids, userns.Gids
+		cfg.Mounts = append(cfg.Mounts, m)
+	}
+	id := e.run(podID, pod, cfg)
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, testutil.Patience(10*time.Second))
+	if got := e.execOut(id, "cat", "/vol/data/hello.txt", "/vol/data/layer2.txt", "/one/only/one.txt"); got != "hello from layer onelayer twosingle layer" {
+		t.Errorf("image volume files = %q", got)
+	}
+	if got := strings.Fields(e.execOut(id, "stat", "-c", "%u:%g", "/vol/data/hello.txt", "/one/only/one.txt")); strings.Join(got, " ") != "0:0 0:0" {
+		t.Errorf("owners of the image volumes' files in the pod = %v, want 0:0", got)
+	}
+	if out := e.exec(id, "touch", "/vol/data/new"); out.ExitCode == 0 {
+		t.Errorf("an image volume is writable in the pod")
+	}
+	e.removeAllAndCheck(t)
 }
