@@ -44,8 +44,8 @@ func sandboxStatus(sb sandbox.Sandbox) *runtimeapi.PodSandboxStatus {
 			Pid:      ns.GetPid(),
 			Ipc:      ns.GetIpc(),
 			TargetId: ns.GetTargetId(),
-			// The kubelet reads the pod's user namespace mapping back from
-			// here (crictl inspectp shows it).
+			// As containerd reports them: crictl inspectp shows the pod's
+			// user namespace mapping.
 			UsernsOptions: ns.GetUsernsOptions(),
 		}}},
 		Labels:         sb.Config.GetLabels(),

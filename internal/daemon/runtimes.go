@@ -99,42 +99,19 @@ func userNamespacesMissing(path string, features ociruntime.Features, kernelIDMa
 // unprivileged user on the host, can reach root: the OCI runtime mounts the
 // rootfs as that user.
 func (d *Daemon) probeIDMappedOverlay(root string) error {
-	if dir, err := untraversable(root); err != nil {
-		return fmt.Errorf("a pod's root cannot reach crib's root %s: %s has no search permission for others (chmod o+x it)", root, dir)
+	if err := untraversable(root); err != nil {
+		return fmt.Errorf("a pod's root cannot reach crib's root %s: %w", root, err)
 	}
-	if err := d.probeKernelIDMap(root); err != nil {
-		return fmt.Errorf("the kernel cannot mount overlays of id-mapped layers (Linux 6.8 or later can): %w", err)
-	}
-	return nil
-}
-
-// untraversable returns the first directory on the way from / to dir that
-// others cannot search, with an error, or nil.
-func untraversable(dir string) (string, error) {
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return p, err
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			return p, fmt.Errorf("%s is not searchable by others", p)
-		}
-		if p == "/" {
-			return "", nil
-		}
-	}
-}
-
-// probeKernelIDMap mounts and removes an overlay of an id-mapped layer
-// under root.
-func (d *Daemon) probeKernelIDMap(root string) error {
+	// The same as a pod's namespaces are made with: crib's own binary,
+	// started as the pod's root.
 	cmd := exec.Command(d.self, "pause", "idmap-probe")
 	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWUSER, UidMappings: m, GidMappings: m, Pdeathsig: syscall.SIGKILL,
+		Credential: &syscall.Credential{},
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("make a user namespace: %w", err)
+		return fmt.Errorf("cannot start %s as a pod's root in a user namespace (it and its directories must be executable by others): %w", d.self, err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
@@ -142,7 +119,27 @@ func (d *Daemon) probeKernelIDMap(root string) error {
 		return err
 	}
 	defer userns.Close()
-	return mount.ProbeIDMappedOverlay(root, userns)
+	if err := mount.ProbeIDMappedOverlay(root, userns); err != nil {
+		return fmt.Errorf("the kernel cannot mount overlays of id-mapped layers (Linux 6.8 or later can): %w", err)
+	}
+	return nil
+}
+
+// untraversable says which directory on the way from / to dir others
+// cannot search, or returns nil.
+func untraversable(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s has no search permission for others (chmod o+x it)", p)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
 }
 
 // kernelAtLeast reports whether the running kernel is major.minor or later.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // userNamespace starts a process in a new user namespace mapping 0..65535
@@ -37,10 +39,28 @@ func owner(t *testing.T, path string) uint32 {
 	return st.Uid
 }
 
-func TestIDMappedOverlay(t *testing.T) {
+// requiresIDMappedOverlay skips a test on a kernel without overlays of
+// id-mapped layers given one by one (Linux 6.8).
+func requiresIDMappedOverlay(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(uts.Release[:]), "%d.%d", &major, &minor); err != nil {
+		t.Fatal(err)
+	}
+	if major < 6 || (major == 6 && minor < 8) {
+		t.Skipf("kernel %d.%d has no lowerdir+ for overlays of id-mapped layers (6.8 has)", major, minor)
+	}
+}
+
+func TestIDMappedOverlay(t *testing.T) {
+	requiresIDMappedOverlay(t)
 	dir := t.TempDir()
 	for _, d := range []string{"lower1", "lower2", "upper", "work", "merged"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
@@ -88,9 +108,7 @@ func TestIDMappedOverlay(t *testing.T) {
 }
 
 func TestProbeIDMappedOverlayRemovesAnEarlierProbe(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	requiresIDMappedOverlay(t)
 	dir := t.TempDir()
 	// A probe a crash interrupted: its scratch, with a mount in it.
 	stale := filepath.Join(dir, ".idmap-probe-1")

@@ -23,19 +23,22 @@ import (
 // Run creates a ready pod sandbox for cfg and returns its id. A kubelet
 // retry of a Run that timed out gets the first attempt's sandbox.
 func (m *Manager) Run(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
-	if err := validate(cfg); err != nil {
+	userns, err := validate(cfg)
+	if err != nil {
 		return "", err
 	}
-	if err := m.userNamespaceSupport(cfg, handler); err != nil {
+	if err := m.userNamespaceSupport(userns, handler); err != nil {
 		return "", err
 	}
 	id := ids.New()
 	return m.names.Create(ctx, nameKey(cfg.GetMetadata()), id, func(ctx context.Context) error {
-		return m.create(ctx, id, cfg, handler)
+		return m.create(ctx, id, cfg, handler, userns)
 	})
 }
 
-func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSandboxConfig, handler string) (err error) {
+// create makes the sandbox; userns is the mapping of its own user
+// namespace, nil for the host's users.
+func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSandboxConfig, handler string, userns *netns.UserNS) (err error) {
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
 	hostIPC := ns.GetIpc() == runtimeapi.NamespaceMode_NODE
@@ -113,7 +116,7 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	}
 	var pinned map[netns.Kind]string
 	err = m.timed(id, phaseNamespaces, func() (err error) {
-		pinned, err = m.pinNamespaces(s, kinds, hostname)
+		pinned, err = m.pinNamespaces(s, kinds, hostname, userns)
 		return err
 	})
 	if err != nil {
@@ -209,8 +212,7 @@ func (m *Manager) writeFiles(s *Sandbox, hostNet bool, hostname string) error {
 
 // userNamespaceSupport refuses a pod that asks for a user namespace of its
 // own when its handler cannot give it one, before anything is made.
-func (m *Manager) userNamespaceSupport(cfg *runtimeapi.PodSandboxConfig, handler string) error {
-	userns, _ := UserNamespace(cfg.GetLinux().GetSecurityContext().GetNamespaceOptions())
+func (m *Manager) userNamespaceSupport(userns *netns.UserNS, handler string) error {
 	if userns == nil {
 		return nil
 	}
@@ -227,18 +229,13 @@ func (m *Manager) userNamespaceSupport(cfg *runtimeapi.PodSandboxConfig, handler
 // own user namespace has them made by a child process inside it: the pause,
 // kept as the init of the pod's PID namespace when the pod shares one, else
 // ended at once.
-func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string) (map[netns.Kind]string, error) {
+func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string, userns *netns.UserNS) (map[netns.Kind]string, error) {
 	req := netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname}
-	nsOpts := s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions()
-	userns, err := UserNamespace(nsOpts)
-	if err != nil || userns == nil {
-		if err != nil {
-			return nil, err
-		}
+	if userns == nil {
 		return netns.Pin(req)
 	}
 	cmd := pause.Command(m.cfg.Self, s.ID)
-	sharedPID := nsOpts.GetPid() == runtimeapi.NamespaceMode_POD
+	sharedPID := s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD
 	if sharedPID {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
 		pause.Isolate(cmd)

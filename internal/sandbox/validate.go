@@ -7,26 +7,27 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	cv "github.com/crib-dev/crib/internal/crivalidate"
+	"github.com/crib-dev/crib/internal/netns"
 )
 
 // validate checks what RunPodSandbox needs of its config and names the
-// offending field.
-func validate(cfg *runtimeapi.PodSandboxConfig) error {
+// offending field. It returns the mapping of the pod's own user namespace,
+// nil for the host's users.
+func validate(cfg *runtimeapi.PodSandboxConfig) (*netns.UserNS, error) {
 	if cfg == nil {
-		return fmt.Errorf("config is missing: %w", errdefs.ErrInvalidArgument)
+		return nil, fmt.Errorf("config is missing: %w", errdefs.ErrInvalidArgument)
 	}
 	if err := validateFields(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	if ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
-		return fmt.Errorf("config.linux.security_context.namespace_options.pid: TARGET is for containers, not pods: %w", errdefs.ErrInvalidArgument)
+		return nil, fmt.Errorf("config.linux.security_context.namespace_options.pid: TARGET is for containers, not pods: %w", errdefs.ErrInvalidArgument)
 	}
 	if ns.GetNetwork() == runtimeapi.NamespaceMode_TARGET || ns.GetIpc() == runtimeapi.NamespaceMode_TARGET {
-		return fmt.Errorf("config.linux.security_context.namespace_options: TARGET is only valid for pid: %w", errdefs.ErrInvalidArgument)
+		return nil, fmt.Errorf("config.linux.security_context.namespace_options: TARGET is only valid for pid: %w", errdefs.ErrInvalidArgument)
 	}
-	_, err := UserNamespace(ns)
-	return err
+	return UserNamespace(ns)
 }
 
 // maxHostname is the kernel's HOST_NAME_MAX.

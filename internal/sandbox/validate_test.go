@@ -92,7 +92,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		cfg := kubeletSandbox()
 		tt.edit(cfg)
-		err := validate(cfg)
+		_, err := validate(cfg)
 		switch {
 		case tt.field == "" && err != nil:
 			t.Errorf("%s: %v, want no error", tt.name, err)
@@ -116,7 +116,7 @@ func FuzzValidateSandboxConfig(f *testing.F) {
 		if proto.Unmarshal(data, cfg) != nil {
 			return
 		}
-		if err := validate(cfg); err != nil {
+		if _, err := validate(cfg); err != nil {
 			if !errdefs.IsInvalidArgument(err) && !errdefs.IsNotImplemented(err) {
 				t.Fatalf("validate: %v, want InvalidArgument", err)
 			}
