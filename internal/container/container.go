@@ -115,9 +115,6 @@ type Config struct {
 	Hugetlb bool
 	// HostCaps bounds the capabilities containers may get.
 	HostCaps ocispec.HostCaps
-	// Support is, by runtime handler, what its runtime and the kernel make
-	// possible ("rro" mounts, user namespaces).
-	Support map[string]ociruntime.Support
 	// Events, when set, is told of every container created, started,
 	// stopped (exited) and removed; nil publishes nothing.
 	Events events.Publisher
@@ -139,7 +136,7 @@ type Manager struct {
 	mu   sync.RWMutex
 	byID map[string]*entry
 
-	// rtMu guards cfg.Runtimes and cfg.Support, which a
+	// rtMu guards cfg.Runtimes, which a
 	// configuration reload replaces (SetRuntimes).
 	rtMu sync.RWMutex
 

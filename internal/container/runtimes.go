@@ -8,13 +8,13 @@ import (
 	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
-// SetRuntimes replaces the OCI runtimes by handler and what each supports
-// (see Config). A container's runtime is looked up by its handler at each
-// call, so a reload changes only the handlers no container uses.
-func (m *Manager) SetRuntimes(runtimes map[string]*ociruntime.Runtime, support map[string]ociruntime.Support) {
+// SetRuntimes replaces the OCI runtimes by handler (see Config). A
+// container's runtime is looked up by its handler at each call, so a reload
+// changes only the handlers no container uses.
+func (m *Manager) SetRuntimes(runtimes map[string]*ociruntime.Runtime) {
 	m.rtMu.Lock()
 	defer m.rtMu.Unlock()
-	m.cfg.Runtimes, m.cfg.Support = runtimes, support
+	m.cfg.Runtimes = runtimes
 }
 
 func (m *Manager) runtime(handler string) (*ociruntime.Runtime, error) {
@@ -27,14 +27,14 @@ func (m *Manager) runtime(handler string) (*ociruntime.Runtime, error) {
 	return r, nil
 }
 
+// support is what handler's runtime makes possible; a handler that is not
+// configured supports nothing.
 func (m *Manager) support(handler string) ociruntime.Support {
-	m.rtMu.RLock()
-	defer m.rtMu.RUnlock()
-	s, ok := m.cfg.Support[handler]
-	if !ok {
-		s.UserNamespacesMissing = "the handler is not configured"
+	r, err := m.runtime(handler)
+	if err != nil {
+		return ociruntime.Support{UserNamespacesMissing: err.Error()}
 	}
-	return s
+	return r.Support
 }
 
 // UserNamespaces says whether pods of handler can have user namespaces of

@@ -45,7 +45,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// publishes goes nowhere: a new subscriber relists instead.
 	d.events = events.NewBroadcaster[events.Event](events.DefaultBuffer)
 	d.opened.add("event streams", func() error { d.events.Close(); return nil })
-	if err := d.buildManagers(db, pods, runtimes, handlers); err != nil {
+	if err := d.buildManagers(db, pods, runtimes); err != nil {
 		return err
 	}
 	if d.streams, err = d.listenStreaming(); err != nil {
@@ -98,7 +98,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 
 // buildManagers makes the sandbox and container managers and the monitor
 // pool they start containers' monitors from.
-func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map[string]*ociruntime.Runtime, handlers []cri.Handler) error {
+func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map[string]*ociruntime.Runtime) error {
 	hostCaps, err := ocispec.ReadHostCaps()
 	if err != nil {
 		return err
@@ -128,7 +128,6 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
 		StateDir:       filepath.Join(d.cfg.State, "containers"),
 		Monitors:       d.monitors,
-		Support:        supportByHandler(handlers),
 		Runtimes:       runtimes,
 		CgroupDriver:   d.cfg.CgroupDriver,
 		CgroupV2:       cgroups.Mode() == cgroups.Unified,

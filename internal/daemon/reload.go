@@ -179,7 +179,7 @@ func (d *Daemon) reloadRuntimes(ctx context.Context, cfg config.Config, handlers
 	if err != nil {
 		return fmt.Errorf("runtime handlers: %w", err)
 	}
-	d.containers.SetRuntimes(runtimes, supportByHandler(offered))
+	d.containers.SetRuntimes(runtimes)
 	d.server.SetHandlers(offered)
 	d.cfg.Runtimes = next.Runtimes
 	return nil

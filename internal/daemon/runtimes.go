@@ -60,6 +60,7 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 		if !h.UserNamespaces() {
 			d.log.Info("pods of this handler cannot have user namespaces of their own", "handler", name, "missing", h.UserNamespacesMissing)
 		}
+		rt.Support = h.Support
 		out[name] = rt
 		handlers = append(handlers, h)
 		if name == cfg.DefaultRuntime {
@@ -70,15 +71,6 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 		}
 	}
 	return out, handlers, nil
-}
-
-// supportByHandler is what each handler supports, by name.
-func supportByHandler(handlers []cri.Handler) map[string]ociruntime.Support {
-	out := make(map[string]ociruntime.Support, len(handlers))
-	for _, h := range handlers {
-		out[h.Name] = h.Support
-	}
-	return out
 }
 
 // userNamespacesMissing says what keeps the runtime at path from running

@@ -54,6 +54,7 @@ func (d *Daemon) prepareRoots() error {
 			if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
 				return fmt.Errorf("root %s is unusable: %w", dir, err)
 			}
+			d.log.Info("made crib's directory searchable by others, for the roots of pods in user namespaces", "dir", dir)
 		}
 		probe, err := os.CreateTemp(dir, ".probe-*")
 		if err != nil {

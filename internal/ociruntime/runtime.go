@@ -40,6 +40,9 @@ type Runtime struct {
 	// the runtime in the foreground, which then waits for every process
 	// holding the exec's output pipes.
 	ExecShim []string
+	// Support is what the runtime makes possible on this host, found by
+	// whoever set it up (its features and the kernel's).
+	Support Support
 }
 
 // globalArgs returns the options that precede every runtime command.
