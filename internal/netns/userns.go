@@ -23,6 +23,21 @@ type UserNS struct {
 	GIDs []syscall.SysProcIDMap
 }
 
+// Root is the host uid and gid of the namespace's root (container id 0).
+func (u UserNS) Root() (uid, gid int) {
+	for _, m := range u.UIDs {
+		if m.ContainerID == 0 {
+			uid = m.HostID
+		}
+	}
+	for _, m := range u.GIDs {
+		if m.ContainerID == 0 {
+			gid = m.HostID
+		}
+	}
+	return uid, gid
+}
+
 // PinIn starts cmd as the first process of a new user namespace mapped by
 // user and of new namespaces of req.Kinds, which that user namespace owns
 // (the kernel then lets the pod's root manage them: namespaced sysctls,

@@ -448,11 +448,11 @@ func TestBuildUserNamespace(t *testing.T) {
 	if diff := cmp.Diff(pod, spec.Linux.GIDMappings); diff != "" {
 		t.Errorf("gid mappings (-want +got):\n%s", diff)
 	}
-	// Every bind mount from the host is mapped: the pod's files, /dev/shm
-	// and the CRI mounts, each by its own mapping if it names one, else the
-	// pod's; an image mount and the kernel file systems are not.
+	// The CRI mounts from the host are mapped, each by its own mapping if
+	// it names one, else the pod's; the pod's files and /dev/shm (the pod's
+	// root's already), an image mount and the kernel file systems are not.
 	wantMapped := map[string][]specs.LinuxIDMapping{
-		"/etc/hostname": pod, "/etc/resolv.conf": pod, "/etc/hosts": pod, "/dev/shm": pod,
+		"/etc/hostname": nil, "/etc/resolv.conf": nil, "/etc/hosts": nil, "/dev/shm": nil,
 		"/data": pod, "/own": IDMappings(own), "/img": nil,
 	}
 	for _, m := range spec.Mounts {

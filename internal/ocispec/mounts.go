@@ -58,11 +58,8 @@ func standardMounts(privileged bool) []specs.Mount {
 }
 
 // sandboxMounts binds the files the sandbox prepared. The /etc files are
-// read-only when the rootfs is. In a pod's own user namespace they are
-// id-mapped with its range, so the pod's root owns them as the host's root
-// does: the /etc files, as containerd maps them, and /dev/shm too (a tmpfs,
-// which Linux 6.3 and later can id-map), so that what the pod's root
-// writes there is stored as the host's root.
+// read-only when the rootfs is. They are never id-mapped: in a pod of its
+// own user namespace the sandbox made them the pod's root's already.
 func (b *builder) sandboxMounts() []specs.Mount {
 	mode := "rw"
 	if b.sc.GetReadonlyRootfs() {
@@ -70,13 +67,9 @@ func (b *builder) sandboxMounts() []specs.Mount {
 	}
 	f := b.in.Files
 	var out []specs.Mount
-	var uids, gids []specs.LinuxIDMapping
-	if u := b.in.Namespaces.User; u != nil {
-		uids, gids = u.UIDs, u.GIDs
-	}
 	bind := func(dst, src string, opts ...string) {
 		if src != "" {
-			out = append(out, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: opts, UIDMappings: uids, GIDMappings: gids})
+			out = append(out, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: opts})
 		}
 	}
 	bind("/etc/hostname", f.HostnamePath, "rbind", "rprivate", mode)

@@ -100,7 +100,7 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 			return fmt.Errorf("read host name: %w", err)
 		}
 	}
-	if err := m.writeFiles(s, hostNet, hostname); err != nil {
+	if err := m.writeFiles(s, hostNet, hostname, userns); err != nil {
 		return err
 	}
 	if err := failpoint.Check("RunPodSandbox/files"); err != nil {
@@ -145,6 +145,10 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		shm := mount.Mount{Type: "tmpfs", Source: "shm", Options: []string{
 			"nosuid", "nodev", "noexec", "mode=1777", fmt.Sprintf("size=%d", m.cfg.ShmSize),
 		}}
+		if userns != nil {
+			uid, gid := userns.Root()
+			shm.Options = append(shm.Options, fmt.Sprintf("uid=%d", uid), fmt.Sprintf("gid=%d", gid))
+		}
 		if err := shm.Mount(s.ShmPath); err != nil {
 			return err
 		}
@@ -189,7 +193,12 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	return nil
 }
 
-func (m *Manager) writeFiles(s *Sandbox, hostNet bool, hostname string) error {
+// writeFiles writes the pod's hostname, resolv.conf and hosts. In a pod of
+// its own user namespace they belong to the pod's root (its host ids), as
+// its /dev/shm does: they are the pod's alone, and so its containers bind
+// them without an id-mapped mount, which costs the runtime a user
+// namespace of its own at every container start.
+func (m *Manager) writeFiles(s *Sandbox, hostNet bool, hostname string, userns *netns.UserNS) error {
 	resolv, err := resolvConf(s.Config.GetDnsConfig())
 	if err != nil {
 		return fmt.Errorf("build resolv.conf: %w", err)
@@ -205,6 +214,12 @@ func (m *Manager) writeFiles(s *Sandbox, hostNet bool, hostname string) error {
 	} {
 		if err := writeFile(path, data, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+		}
+		if userns != nil {
+			uid, gid := userns.Root()
+			if err := os.Chown(path, uid, gid); err != nil {
+				return fmt.Errorf("give %s to the pod's root: %w", filepath.Base(path), err)
+			}
 		}
 	}
 	return nil

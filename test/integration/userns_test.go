@@ -209,6 +209,17 @@ func TestUserNamespacePod(t *testing.T) {
 			t.Errorf("owner of %s on the host = %d:%d, want 0:0 (the pod's root through the id-mapped mount)", f, uid, gid)
 		}
 	}
+	// The pod's own files are its root's: /etc/hosts and the rest, and
+	// /dev/shm, where what it writes is stored as the mapped uid.
+	e.execOut(id, "sh", "-c", "echo 10.0.0.9 extra >> /etc/hosts && touch /dev/shm/file")
+	if got := strings.Fields(e.execOut(id, "stat", "-c", "%u:%g", "/etc/hosts", "/etc/resolv.conf", "/etc/hostname", "/dev/shm", "/dev/shm/file")); strings.Join(got, " ") != "0:0 0:0 0:0 0:0 0:0" {
+		t.Errorf("owners of the pod's files in the pod = %v, want the pod's root", got)
+	}
+	shmFile := fmt.Sprintf("/proc/%d/root/dev/shm/file", pid)
+	if uid, gid := hostOwner(t, shmFile); uid != hostID || gid != hostID {
+		t.Errorf("owner of a /dev/shm file on the host = %d:%d, want %d:%d", uid, gid, hostID, hostID)
+	}
+
 	// A host directory of an unmapped uid is nobody's inside and not
 	// writable, even by the pod's root.
 	if out := e.exec(id, "touch", "/unmapped/file"); out.ExitCode == 0 {
