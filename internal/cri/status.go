@@ -7,9 +7,9 @@ import (
 )
 
 // Status reports runtime and network readiness and what each runtime
-// handler supports. Features are advertised only where they work: no user
-// namespaces yet; recursive read-only mounts where the runtime and kernel
-// make them.
+// handler supports. Features are advertised only where they work: user
+// namespaces and recursive read-only mounts where the handler's runtime and
+// the kernel make them.
 func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	ready, why := s.network.Ready()
 	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: ready}
