@@ -2,12 +2,14 @@ package agenttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -378,7 +380,16 @@ func removeCgroupRoot(t *testing.T, root string) {
 	}
 	for _, base := range testutil.CgroupDirs(root) {
 		for _, dir := range []string{filepath.Join(base, "burstable"), filepath.Join(base, "besteffort"), base} {
-			if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+			// A pod's last processes may still be on their way out of the
+			// cgroup (busy) for a moment after the agent removed the pod.
+			var err error
+			for deadline := time.Now().Add(testutil.Patience(5 * time.Second)); ; time.Sleep(50 * time.Millisecond) {
+				err = os.Remove(dir)
+				if err == nil || os.IsNotExist(err) || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil && !os.IsNotExist(err) {
 				t.Errorf("remove test cgroup %s: %v", dir, err)
 			}
 		}
