@@ -81,8 +81,14 @@ func TestLoad(t *testing.T) {
 	d := testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info"})
 	runFor := duration(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), runFor)
-	defer cancel()
+	// The load ends when runFor is over: each goroutine stops between
+	// calls. Each call has a context of its own, so that the end never
+	// cuts one short and any error is the daemon's.
+	end := time.Now().Add(runFor)
+	live := func() bool { return time.Now().Before(end) }
+	call := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), testutil.Patience(60*time.Second))
+	}
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
@@ -98,9 +104,6 @@ func TestLoad(t *testing.T) {
 			errs = append(errs, fmt.Sprintf(format, args...))
 		}
 	}
-	// live reports whether an error is only the load's end cutting a call
-	// short.
-	live := func() bool { return ctx.Err() == nil }
 
 	for i := range listers {
 		conn, err := grpc.NewClient("unix://"+d.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -114,6 +117,7 @@ func TestLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; live(); n++ {
+				ctx, cancel := call()
 				start := time.Now()
 				var err error
 				switch (i + n) % 4 {
@@ -127,10 +131,9 @@ func TestLoad(t *testing.T) {
 					_, err = rt.Status(ctx, &runtimeapi.StatusRequest{})
 				}
 				took := time.Since(start)
+				cancel()
 				if err != nil {
-					if live() {
-						fail("lister %d: %v", i, err)
-					}
+					fail("lister %d: %v", i, err)
 					return
 				}
 				if (i+n)%4 == 3 {
@@ -146,10 +149,11 @@ func TestLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; live(); n++ {
-				if err := podCycle(ctx, d.Runtime, img.Ref, fmt.Sprintf("load-%d-%d", w, n), w%2 == 0); err != nil {
-					if live() {
-						fail("worker %d: %v", w, err)
-					}
+				ctx, cancel := call()
+				err := podCycle(ctx, d.Runtime, img.Ref, fmt.Sprintf("load-%d-%d", w, n), w%2 == 0)
+				cancel()
+				if err != nil {
+					fail("worker %d: %v", w, err)
 					return
 				}
 				podsMade.Add(1)
@@ -158,8 +162,8 @@ func TestLoad(t *testing.T) {
 	}
 	wg.Wait()
 
-	// A cycle the end cut short may have left its pod: remove what is
-	// there, as the kubelet would, then nothing may be left.
+	// A worker that failed may have left its pod: remove what is there,
+	// as the kubelet would, then nothing may be left.
 	cleanup, cancelCleanup := context.WithTimeout(context.Background(), testutil.Patience(60*time.Second))
 	defer cancelCleanup()
 	pods, err := d.Runtime.ListPodSandbox(cleanup, &runtimeapi.ListPodSandboxRequest{})
