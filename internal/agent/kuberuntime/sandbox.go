@@ -63,5 +63,5 @@ func (m *Manager) checkUserNamespaces(ctx context.Context, handler string) error
 		}
 		return nil
 	}
-	return fmt.Errorf("can't set spec.hostUsers: false: the runtime does not list %s with its features: %w", what, errdefs.ErrFailedPrecondition)
+	return fmt.Errorf("can't set spec.hostUsers: false: the runtime does not list %s with its features, so it does not support user namespaces: %w", what, errdefs.ErrFailedPrecondition)
 }
