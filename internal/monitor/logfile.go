@@ -115,6 +115,9 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 			onErr(fmt.Errorf("write %s log record: %w", stream, err))
 		}
 	}
+	// inLine: the last record was partial, so a line is open until a full
+	// record ends it, even an empty one when the output stops right there.
+	inLine := false
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {
@@ -124,10 +127,12 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 				line = line[:n-1]
 			}
 			emit(tagFull, line)
+			inLine = false
 		case errors.Is(err, bufio.ErrBufferFull):
 			emit(tagPartial, line)
+			inLine = true
 		default:
-			if len(line) > 0 {
+			if len(line) > 0 || inLine {
 				emit(tagFull, line)
 			}
 			return
