@@ -11,7 +11,8 @@
 #
 # A suite given as NAME=PATTERN runs only the Go tests PATTERN matches (go test -run);
 # CRIB_VM_RUN, when set, is the pattern of the others; CRIB_VM_SHORT=1 runs them with -test.short
-# (which leaves out the 200-pod network stress test).
+# (which leaves out the 200-pod network stress test and the gzip bomb, runs the failure points in
+# kill mode only and the timed crash tests at three delays).
 # Needs root, Go, and for critest ../shared/conformance (setup.sh, images.sh) on the host.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
