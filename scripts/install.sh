@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs crib on a systemd node, or removes what an install put there.
 #
-#   scripts/install.sh install [BINARY]   BINARY defaults to a fresh `go build ./cmd/crib`
+#   scripts/install.sh install [BINARY]   BINARY defaults to a fresh `go build ./cmd/crib`;
+#                                         crib-monitor is taken from beside it (./cmd/crib-monitor)
 #   scripts/install.sh uninstall
 #
 # install puts in place, and records in $MANIFEST with their checksums:
-#   /usr/local/bin/crib
+#   /usr/local/bin/crib, crib-monitor (the program beside each container)
 #   /etc/systemd/system/crib.service, crib-agent.service   (from packaging/systemd)
 #   /etc/crib/crib.toml              only when there is none: every key commented out at its default
 #   /etc/crib/pods/                  the agent's manifest directory, when missing
@@ -29,6 +30,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 D=${DESTDIR:-}
 MANIFEST=$D/var/lib/crib-install/manifest
 BIN=$D/usr/local/bin/crib
+MONITOR_BIN=$D/usr/local/bin/crib-monitor
 UNIT_DIR=$D/etc/systemd/system
 CONFIG=$D/etc/crib/crib.toml
 tmp=
@@ -75,12 +77,17 @@ do_install() {
 	trap 'rm -rf "$tmp"' EXIT
 	if [ -z "$bin" ]; then
 		command -v go >/dev/null || die "no BINARY given and no go to build one"
-		log "building crib"
-		(cd "$repo" && CGO_ENABLED=0 go build -o "$tmp/crib" ./cmd/crib)
+		log "building crib and crib-monitor"
+		(cd "$repo" && CGO_ENABLED=0 go build -o "$tmp/" ./cmd/crib ./cmd/crib-monitor)
 		bin=$tmp/crib
 	fi
 	"$bin" version >/dev/null || die "$bin does not run"
+	local monitor
+	monitor=$(dirname "$bin")/crib-monitor
+	[ -x "$monitor" ] || die "no crib-monitor beside $bin (go build -o DIR/ ./cmd/crib ./cmd/crib-monitor)"
 
+	# Renamed into place: running monitors keep the file they started from.
+	put "$monitor" "$MONITOR_BIN" 0755
 	put "$bin" "$BIN" 0755
 	for unit in "${UNITS[@]}"; do
 		put "$repo/packaging/systemd/$unit" "$UNIT_DIR/$unit" 0644

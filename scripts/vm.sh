@@ -199,7 +199,7 @@ run() {
 
 	mkdir -p "$work/run/bin"
 	log "building crib"
-	(cd "$repo" && CGO_ENABLED=0 go build -o "$work/run/bin/crib" ./cmd/crib)
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$work/run/bin/" ./cmd/crib ./cmd/crib-monitor)
 	local tool
 	for tool in crictl critest; do
 		if command -v "$tool" >/dev/null; then cp "$(command -v "$tool")" "$work/run/bin/"; fi

@@ -57,7 +57,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, endpoint string, log
 		if err != nil {
 			return nil, fmt.Errorf("find own binary: %w", err)
 		}
-		d, err := daemon.New(ctx, cfg, self, log)
+		d, err := daemon.New(ctx, cfg, monitorBinary(self, log), log)
 		if err != nil {
 			return nil, fmt.Errorf("start crib runtime: %w", err)
 		}

@@ -103,7 +103,7 @@ func daemonCmd(args []string, stderr io.Writer) int {
 			log.Error("configuration not reloaded; the one in force stays", "err", err)
 		}
 	}
-	if err := runDaemon(ctx, cfg, self, log, notify, hup, reload); err != nil {
+	if err := runDaemon(ctx, cfg, monitorBinary(self, log), log, notify, hup, reload); err != nil {
 		log.Error("crib daemon stopped", "err", err)
 		return 1
 	}
@@ -114,9 +114,9 @@ func daemonCmd(args []string, stderr io.Writer) int {
 // then shuts it down; containers keep running. It tells systemd (notify)
 // when the daemon serves and when it stops, and calls reload for each
 // signal on hup once the daemon is built.
-func runDaemon(ctx context.Context, cfg config.Config, self string, log *slog.Logger,
+func runDaemon(ctx context.Context, cfg config.Config, monitorBin string, log *slog.Logger,
 	notify notifier, hup <-chan os.Signal, reload func(*daemon.Daemon)) error {
-	d, err := daemon.New(ctx, cfg, self, log)
+	d, err := daemon.New(ctx, cfg, monitorBin, log)
 	if err != nil {
 		return err
 	}

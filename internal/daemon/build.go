@@ -109,7 +109,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	}
 	d.sandboxes = sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
-		Self:         d.self,
+		Self:         d.monitorBin,
 		ShmSize:      d.cfg.ShmSize,
 		CgroupDriver: d.cfg.CgroupDriver,
 		CgroupParent: d.cfg.CgroupParent,
@@ -122,7 +122,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	}, db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
-	d.monitors = monitor.NewPool(d.self, 1)
+	d.monitors = monitor.NewPool(d.monitorBin, 1)
 	d.opened.add("idle monitors", func() error { d.monitors.Close(); return nil })
 	d.containers = container.New(container.Config{
 		BundleDir:      filepath.Join(d.cfg.Root, "containers"),

@@ -34,9 +34,10 @@ const ShutdownGrace = 10 * time.Second
 type Daemon struct {
 	cfg config.Config
 	log *slog.Logger
-	// self is the crib binary, run again as `crib monitor` and `crib
-	// pause`.
-	self string
+	// monitorBin is the binary run as `monitorBin monitor` beside each
+	// container and `monitorBin pause` for a shared-PID pod: crib-monitor,
+	// or crib itself.
+	monitorBin string
 
 	// The parts New builds.
 	images     *image.Store
@@ -74,15 +75,15 @@ type Daemon struct {
 }
 
 // New validates cfg and builds every part of the runtime on it, opening
-// the metadata and image stores and the streaming server's port; self is
-// the path of the crib binary, run again as `crib monitor` and `crib
-// pause`. ctx bounds the building only. What New opened stays open until
+// the metadata and image stores and the streaming server's port; monitorBin is
+// the program run as `monitorBin monitor` and `monitorBin pause`
+// (crib-monitor, or the crib binary). ctx bounds the building only. What New opened stays open until
 // Shutdown; when New fails, it has closed it again.
-func New(ctx context.Context, cfg config.Config, self string, log *slog.Logger) (*Daemon, error) {
+func New(ctx context.Context, cfg config.Config, monitorBin string, log *slog.Logger) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, self: self, ready: make(chan struct{}), metrics: metrics.New(log)}
+	d := &Daemon{cfg: cfg, log: log, monitorBin: monitorBin, ready: make(chan struct{}), metrics: metrics.New(log)}
 	if err := d.build(ctx); err != nil {
 		if cerr := d.opened.closeAll(); cerr != nil {
 			log.Warn("close what a failed start opened", "err", cerr)

@@ -47,7 +47,7 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 			Binary:        path,
 			Root:          cfg.RuntimeRoot(name),
 			SystemdCgroup: cfg.CgroupDriver == "systemd",
-			ExecShim:      monitor.ExecShimArgs(d.self),
+			ExecShim:      monitor.ExecShimArgs(d.monitorBin),
 		}
 		features, err := rt.Features(ctx)
 		if err != nil {
@@ -96,14 +96,14 @@ func (d *Daemon) probeIDMappedOverlay(root string) error {
 	}
 	// The same as a pod's namespaces are made with: crib's own binary,
 	// started as the pod's root.
-	cmd := exec.Command(d.self, "pause", "idmap-probe")
+	cmd := exec.Command(d.monitorBin, "pause", "idmap-probe")
 	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWUSER, UidMappings: m, GidMappings: m, Pdeathsig: syscall.SIGKILL,
 		Credential: &syscall.Credential{},
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot start %s as a pod's root in a user namespace (it and its directories must be executable by others): %w", d.self, err)
+		return fmt.Errorf("cannot start %s as a pod's root in a user namespace (it and its directories must be executable by others): %w", d.monitorBin, err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))

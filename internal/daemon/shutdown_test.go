@@ -26,7 +26,7 @@ func TestShutdownLeavesContainersRunning(t *testing.T) {
 	if _, err := os.Stat("/usr/sbin/runc"); err != nil {
 		t.Skip("needs runc")
 	}
-	self := testutil.BuildCrib(t)
+	monitorBin := testutil.MonitorBinary(testutil.BuildCrib(t))
 	img := testutil.Busybox(t)
 	// Monitor sockets live under the state dir: t.TempDir() is too long
 	// for a unix socket's path.
@@ -51,7 +51,7 @@ func TestShutdownLeavesContainersRunning(t *testing.T) {
 		loadImage(t, filepath.Join(cfg.Root, "images"), img.Tarball)
 	}
 
-	first := startDaemon(t, cfg, self)
+	first := startDaemon(t, cfg, monitorBin)
 	rt := first.client(t)
 	if img.Tarball == "" {
 		if _, err := runtimeapi.NewImageServiceClient(first.conn).PullImage(first.ctx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img.Ref}}); err != nil {
@@ -90,7 +90,7 @@ func TestShutdownLeavesContainersRunning(t *testing.T) {
 		t.Fatalf("the container (pid %d) did not survive Shutdown: %v", pid, err)
 	}
 
-	second := startDaemon(t, cfg, self)
+	second := startDaemon(t, cfg, monitorBin)
 	rt = second.client(t)
 	st, err := rt.ContainerStatus(second.ctx(t), &runtimeapi.ContainerStatusRequest{ContainerId: ctrID})
 	if err != nil || st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -113,9 +113,9 @@ type testDaemon struct {
 
 // startDaemon builds a daemon on cfg and serves it until Shutdown, which
 // the test's cleanup calls too.
-func startDaemon(t *testing.T, cfg config.Config, self string) *testDaemon {
+func startDaemon(t *testing.T, cfg config.Config, monitorBin string) *testDaemon {
 	t.Helper()
-	d, err := New(context.Background(), cfg, self, quiet())
+	d, err := New(context.Background(), cfg, monitorBin, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,8 +48,8 @@ type StartConfig struct {
 	// the monitor owns its master: output goes to the log as stdout, and
 	// attach sessions write its input and resize it.
 	Terminal bool
-	// SelfExe is the crib binary; Start runs `SelfExe monitor ARGS...`.
-	SelfExe string
+	// Binary is crib-monitor (or crib); Start runs `Binary monitor ARGS...`.
+	Binary string
 }
 
 // validate checks what the monitor cannot work without.

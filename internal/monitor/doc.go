@@ -2,8 +2,9 @@
 // container's whole life, so that the container outlives the daemon and its
 // CRI log keeps being written while the daemon restarts.
 //
-// The daemon calls Start, which re-executes the crib binary as
-// `crib monitor ARGS...` in its own session; the monitor (Main) makes itself
+// The daemon calls Start, which runs cmd/crib-monitor, a small program of
+// this package and pause only (or crib itself when it is not installed), as
+// `crib-monitor monitor ARGS...` in its own session; the monitor (Main) makes itself
 // a child subreaper, runs the OCI runtime's `create` with pipes as the
 // container's stdout and stderr, reports the result on a sync pipe, then
 // copies both streams into the CRI log file, serves a small control socket
@@ -20,9 +21,9 @@
 // resizes. A session that lags far behind is dropped rather than slow the
 // container.
 //
-// Main also serves `crib monitor exec-shim ...`, the OCI runtime exec shim
-// (ociruntime.ExecShimMain; see ExecShimArgs), so that the crib binary
-// needs one hidden entry point only.
+// Main also serves `monitor exec-shim ...`, the OCI runtime exec shim
+// (ociruntime.ExecShimMain; see ExecShimArgs), so that the monitor binary
+// needs one entry point only.
 //
 // It does not start, signal or delete containers (the daemon does that
 // through ociruntime), and it keeps no state beyond the files it is given.

@@ -51,7 +51,7 @@ func newEnv(t *testing.T, args []string, edit func(*specs.Spec)) *env {
 		Socket:        filepath.Join(sockDir, "monitor.sock"),
 		PidFile:       filepath.Join(dir, "init.pid"),
 		MonitorLog:    filepath.Join(dir, "monitor.log"),
-		SelfExe:       self,
+		Binary:        self,
 	}}
 	t.Cleanup(func() {
 		ociruntimetest.Cleanup(t, rt, id)

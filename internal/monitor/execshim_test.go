@@ -17,7 +17,7 @@ func TestExecShimThroughMonitorMain(t *testing.T) {
 	e := newEnv(t, []string{"sleep", "3600"}, nil)
 	e.run(t)
 	rt := *e.rt
-	rt.ExecShim = monitor.ExecShimArgs(e.cfg.SelfExe)
+	rt.ExecShim = monitor.ExecShimArgs(e.cfg.Binary)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer

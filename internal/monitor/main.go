@@ -25,10 +25,10 @@ const idleCommand = "idle"
 // OCI runtime exec shim (see ociruntime.ExecShimMain).
 const execShimCommand = "exec-shim"
 
-// ExecShimArgs returns the ociruntime.Runtime.ExecShim prefix for the crib
-// binary at selfExe.
-func ExecShimArgs(selfExe string) []string {
-	return []string{selfExe, "monitor", execShimCommand}
+// ExecShimArgs returns the ociruntime.Runtime.ExecShim prefix for the
+// monitor binary bin (crib-monitor, or crib).
+func ExecShimArgs(bin string) []string {
+	return []string{bin, "monitor", execShimCommand}
 }
 
 // startResult is what the monitor reports on the sync pipe.
@@ -37,8 +37,8 @@ type startResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Main is the body of `crib monitor ARGS...` (and of `crib monitor
-// exec-shim ...`). It returns the process exit status.
+// Main is the body of `crib-monitor monitor ARGS...` (and of its
+// `monitor exec-shim ...`; crib's own `monitor` subcommand is the same). It returns the process exit status.
 func Main(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {

@@ -225,7 +225,7 @@ func TestMonitorSurvivesDaemonKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helper := exec.Command(e.cfg.SelfExe, "start-helper", string(cfgJSON))
+	helper := exec.Command(e.cfg.Binary, "start-helper", string(cfgJSON))
 	out, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

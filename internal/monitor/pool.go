@@ -26,14 +26,14 @@ type Pool struct {
 	closed  bool
 }
 
-// NewPool returns a pool that keeps size monitors of the crib binary self
-// waiting. It starts none until the first Start.
+// NewPool returns a pool that keeps size monitors of the monitor binary
+// self waiting. It starts none until the first Start.
 func NewPool(self string, size int) *Pool {
 	return &Pool{self: self, size: size}
 }
 
 // Start is Start with a monitor from the pool (or a new one when the pool
-// is empty). cfg.SelfExe is not used.
+// is empty). cfg.Binary is not used.
 func (p *Pool) Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	if err := cfg.validate(); err != nil {
 		return Handle{}, err

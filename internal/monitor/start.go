@@ -41,8 +41,8 @@ func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	if err := cfg.validate(); err != nil {
 		return Handle{}, err
 	}
-	if cfg.SelfExe == "" {
-		return Handle{}, fmt.Errorf("start monitor for %s: no crib binary given", cfg.ID)
+	if cfg.Binary == "" {
+		return Handle{}, fmt.Errorf("start monitor for %s: no monitor binary given", cfg.ID)
 	}
 	stderr, err := openMonitorLog(cfg.MonitorLog)
 	if err != nil {
@@ -53,7 +53,7 @@ func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 	if err != nil {
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
 	}
-	p, err := spawn(cfg.SelfExe, append([]string{"monitor"}, cfg.args()...), stderr, syncW, syncR)
+	p, err := spawn(cfg.Binary, append([]string{"monitor"}, cfg.args()...), stderr, syncW, syncR)
 	if err != nil {
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, err)
 	}

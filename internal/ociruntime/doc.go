@@ -11,7 +11,7 @@
 // Exec of a process that leaves a background child holding its output would
 // keep a foreground `runc exec` waiting for that child. Runtime.ExecShim
 // avoids it: the exec runs detached under a small subreaper process
-// (ExecShimMain, reached through the crib binary) that reports the exit
+// (ExecShimMain, reached through the monitor binary) that reports the exit
 // status as soon as the exec'd process ends.
 //
 // Invariants: every error returned carries the runtime's own message (taken

@@ -16,10 +16,10 @@ import (
 )
 
 // isolateEnv tells a pause started by Isolate to leave the host's file
-// system: its command line must stay `crib pause ID` for Find.
+// system: its command line must stay `BINARY pause ID` for Find.
 const isolateEnv = "CRIB_PAUSE_ISOLATE"
 
-// Main is the body of `crib pause`. It returns the process exit code.
+// Main is the body of `crib-monitor pause` (and `crib pause`). It returns the process exit code.
 func Main() int {
 	if os.Getenv(isolateEnv) != "" {
 		if err := emptyRoot(); err != nil {

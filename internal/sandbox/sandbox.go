@@ -87,7 +87,7 @@ type record struct {
 type Config struct {
 	// StateDir holds one directory per sandbox.
 	StateDir string
-	// Self is the crib binary, run as `crib pause`.
+	// Self is the binary run as `Self pause ID`: crib-monitor, or crib.
 	Self string
 	// ShmSize is the size of each pod's /dev/shm in bytes.
 	ShmSize int64

@@ -59,8 +59,9 @@ func RepoRoot() (string, error) {
 	return filepath.Clean(root), nil
 }
 
-// BuildCrib builds ./cmd/crib once per test binary and returns the path of
-// the binary.
+// BuildCrib builds ./cmd/crib and ./cmd/crib-monitor into one directory
+// once per test binary and returns the path of crib; crib-monitor is
+// MonitorBinary(crib).
 func BuildCrib(t testing.TB) string {
 	t.Helper()
 	shared.buildOnce.Do(func() {
@@ -72,10 +73,28 @@ func BuildCrib(t testing.TB) string {
 	return shared.crib
 }
 
+// MonitorBinary is the crib-monitor beside the crib binary crib, where the
+// daemon looks for it.
+func MonitorBinary(crib string) string {
+	return filepath.Join(filepath.Dir(crib), "crib-monitor")
+}
+
+// LinkCrib links (or copies) the crib binary to dst and its crib-monitor
+// beside it, so that the processes of a daemon started from dst can be
+// told apart by their executables.
+func LinkCrib(crib, dst string) error {
+	if err := LinkOrCopy(crib, dst); err != nil {
+		return err
+	}
+	return LinkOrCopy(MonitorBinary(crib), MonitorBinary(dst))
+}
+
 func buildCrib() (string, error) {
 	if prebuilt := os.Getenv(CribBinaryEnv); prebuilt != "" {
-		if _, err := os.Stat(prebuilt); err != nil {
-			return "", fmt.Errorf("%s: %w", CribBinaryEnv, err)
+		for _, bin := range []string{prebuilt, MonitorBinary(prebuilt)} {
+			if _, err := os.Stat(bin); err != nil {
+				return "", fmt.Errorf("%s (crib-monitor beside it too): %w", CribBinaryEnv, err)
+			}
 		}
 		return prebuilt, nil
 	}
@@ -88,7 +107,7 @@ func buildCrib() (string, error) {
 		return "", fmt.Errorf("build crib: %w", err)
 	}
 	out := filepath.Join(dir, "crib")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/crib")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/crib", "./cmd/crib-monitor")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build crib: %w\n%s", err, b)

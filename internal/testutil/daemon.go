@@ -67,7 +67,8 @@ type Daemon struct {
 	Config string
 	Log    string
 	// Binary is the crib binary this daemon runs: a link to BuildCrib's,
-	// so that every process it starts can be told apart by its executable.
+	// so that every process it starts can be told apart by its executable;
+	// its monitors run MonitorBinary(Binary), linked the same way.
 	Binary string
 	// CgroupParent is the cgroup pods of this daemon go under.
 	CgroupParent string
@@ -123,7 +124,7 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 	}
 	d.Bridge, d.Subnet = d.network.Bridge, d.network.Subnet
 
-	if err := LinkOrCopy(crib, d.Binary); err != nil {
+	if err := LinkCrib(crib, d.Binary); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(d.LogDir, 0o755); err != nil {
@@ -385,19 +386,19 @@ func LinkOrCopy(src, dst string) error {
 	}
 	in, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("copy crib binary: %w", err)
+		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
 	if err != nil {
-		return fmt.Errorf("copy crib binary: %w", err)
+		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return fmt.Errorf("copy crib binary: %w", err)
+		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	if err := out.Close(); err != nil {
-		return fmt.Errorf("copy crib binary: %w", err)
+		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	return waitExecutable(dst)
 }
@@ -410,9 +411,11 @@ func LinkOrCopy(src, dst string) error {
 func waitExecutable(bin string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		// Only whether it starts counts: crib-monitor has no version.
 		err := exec.Command(bin, "version").Run()
+		var exited *exec.ExitError
 		if !errors.Is(err, syscall.ETXTBSY) {
-			if err != nil {
+			if err != nil && !errors.As(err, &exited) {
 				return fmt.Errorf("run %s version: %w", bin, err)
 			}
 			return nil

@@ -98,7 +98,7 @@ func newCribAgent(t *testing.T) *cribAgent {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.LinkOrCopy(crib, a.Binary); err != nil {
+	if err := testutil.LinkCrib(crib, a.Binary); err != nil {
 		t.Fatal(err)
 	}
 	a.writeConfig(t, img)

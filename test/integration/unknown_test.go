@@ -15,6 +15,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // TestContainerUnknownAfterRestart loses a container's monitor and exit
@@ -37,8 +39,8 @@ func TestContainerUnknownAfterRestart(t *testing.T) {
 	if cmd := cmdline(mon); !strings.Contains(cmd, " monitor") {
 		t.Fatalf("parent %d of container init %d runs %q, not a crib monitor", mon, pid, cmd)
 	}
-	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", mon)); exe != e.d.Binary {
-		t.Fatalf("monitor %d runs %s, not the daemon's binary %s", mon, exe, e.d.Binary)
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", mon)); exe != testutil.MonitorBinary(e.d.Binary) {
+		t.Fatalf("monitor %d runs %s, not the daemon's crib-monitor %s", mon, exe, testutil.MonitorBinary(e.d.Binary))
 	}
 	monStart := procStart(mon)
 

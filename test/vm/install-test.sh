@@ -57,7 +57,7 @@ command -v crictl >/dev/null || fail "no crictl on PATH"
 
 step "install"
 "$repo/scripts/install.sh" install "$bin" || fail "scripts/install.sh install exited $?"
-for f in /usr/local/bin/crib /etc/systemd/system/crib.service /etc/systemd/system/crib-agent.service \
+for f in /usr/local/bin/crib /usr/local/bin/crib-monitor /etc/systemd/system/crib.service /etc/systemd/system/crib-agent.service \
 	/etc/crib/crib.toml /etc/cni/net.d/10-crib.conflist; do
 	[ -e "$f" ] || fail "install did not put $f in place"
 done

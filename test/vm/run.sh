@@ -47,7 +47,7 @@ for pkg in $pkgs; do
 	if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
-CGO_ENABLED=0 go build -o "$build/crib" ./cmd/crib
+CGO_ENABLED=0 go build -o "$build/" ./cmd/crib ./cmd/crib-monitor
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
 echo "$pkgs" > "$build/packages"
 
