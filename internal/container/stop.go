@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -208,5 +209,54 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 			errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Base(filepath.Dir(dir)), err))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// teardownConcurrency bounds how many of a pod's containers are stopped or
+// removed at once. Each is mostly the OCI runtime's own process, mounts and
+// a sync of the record, which overlap well even on a few cores.
+const teardownConcurrency = 4
+
+// StopInSandbox stops every container of the sandbox, several at once, and
+// returns every failure.
+func (m *Manager) StopInSandbox(ctx context.Context, sandboxID string, timeout time.Duration) error {
+	return m.eachInSandbox(sandboxID, func(id string) error { return m.Stop(ctx, id, timeout) })
+}
+
+// RemoveInSandbox removes every container of the sandbox, several at once,
+// and returns every failure.
+func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
+	return m.eachInSandbox(sandboxID, func(id string) error { return m.Remove(ctx, id) })
+}
+
+// eachInSandbox calls fn for each container of the sandbox, at most
+// teardownConcurrency at a time, and joins what they return.
+func (m *Manager) eachInSandbox(sandboxID string, fn func(id string) error) error {
+	var ids []string
+	m.mu.RLock()
+	for id, e := range m.byID {
+		if e.c.SandboxID == sandboxID {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.RUnlock()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, teardownConcurrency)
+	)
+	for _, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(id); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -18,13 +18,8 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range s.containers.List() {
-		if c.SandboxID != sb.ID {
-			continue
-		}
-		if err := s.containers.Remove(ctx, c.ID); err != nil {
-			return nil, fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
-		}
+	if err := s.containers.RemoveInSandbox(ctx, sb.ID); err != nil {
+		return nil, fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
 	}
 	if err := s.sandboxes.Remove(ctx, sb.ID); err != nil {
 		return nil, err

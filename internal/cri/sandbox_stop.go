@@ -18,13 +18,8 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range s.containers.List() {
-		if c.SandboxID != sb.ID {
-			continue
-		}
-		if err := s.containers.Stop(ctx, c.ID, 0); err != nil {
-			return nil, fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
-		}
+	if err := s.containers.StopInSandbox(ctx, sb.ID, 0); err != nil {
+		return nil, fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
 	}
 	if err := s.sandboxes.Stop(ctx, sb.ID); err != nil {
 		return nil, err
