@@ -173,16 +173,17 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 // whatever state it got to.
 func (m *Manager) teardown(ctx context.Context, c *Container) error {
 	var errs []error
-	if rt, err := m.runtime(c.RuntimeHandler); err == nil {
-		// runc bind-mounts a copy of its own binary in the container's
-		// state directory while it works on the container; a runc killed
-		// meanwhile (with the daemon, say) leaves that mount behind, and
-		// delete could then not remove the directory.
-		if rt.Root != "" {
-			if err := mount.UnmountUnder(filepath.Join(rt.Root, c.ID)); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	rt, rtErr := m.runtime(c.RuntimeHandler)
+	// The bundle's mounts, and those runc leaves in its state directory
+	// when it is killed while it works on the container (a bind mount of a
+	// copy of its own binary, which delete could not remove), from one
+	// reading of the mount table.
+	dirs := []string{m.bundle(c.ID)}
+	if rtErr == nil && rt.Root != "" {
+		dirs = append(dirs, filepath.Join(rt.Root, c.ID))
+	}
+	unmountErr := mount.UnmountUnder(dirs...)
+	if rtErr == nil {
 		if err := rt.Delete(ctx, c.ID, true); err != nil {
 			errs = append(errs, err)
 		}
@@ -195,12 +196,12 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 			errs = append(errs, err)
 		}
 	}
-	b := m.bundle(c.ID)
-	if err := mount.UnmountUnder(b); err != nil {
+	if unmountErr != nil {
 		// Not one file is removed under a mount that stayed: it may be an
 		// image's shared layer.
-		return errors.Join(append(errs, err)...)
+		return errors.Join(append(errs, unmountErr)...)
 	}
+	b := m.bundle(c.ID)
 	if err := os.Remove(m.socket(c.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}

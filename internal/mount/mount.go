@@ -2,6 +2,7 @@ package mount
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -98,11 +99,11 @@ func Unmount(target string) error {
 	return fmt.Errorf("unmount %s: still mounted after 64 unmounts", target)
 }
 
-// UnmountUnder unmounts every mount point at or below dir, deepest first.
-// Cleanup uses it so that a crash between mount and record never leaks a
-// mount under crib's roots.
-func UnmountUnder(dir string) error {
-	points, err := Under(dir)
+// UnmountUnder unmounts every mount point at or below each of dirs,
+// deepest first. Cleanup uses it so that a crash between mount and record
+// never leaks a mount under crib's roots.
+func UnmountUnder(dirs ...string) error {
+	points, err := Under(dirs...)
 	if err != nil {
 		return err
 	}
@@ -115,25 +116,36 @@ func UnmountUnder(dir string) error {
 	return errors.Join(errs...)
 }
 
-// Under lists the mount points at or below dir, deepest first.
-func Under(dir string) ([]string, error) {
+// Under lists the mount points at or below each of dirs, deepest first,
+// from one reading of the mount table: on a node of a thousand containers
+// it is half a megabyte.
+func Under(dirs ...string) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("read mountinfo: %w", err)
 	}
 	defer f.Close()
-	dir = strings.TrimSuffix(dir, "/")
+	trimmed := make([]string, len(dirs))
+	for i, dir := range dirs {
+		trimmed[i] = strings.TrimSuffix(dir, "/")
+	}
 	var points []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
+		field, ok := mountPointField(sc.Bytes())
+		if !ok {
 			continue
 		}
-		p := unescape(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
+		for _, dir := range trimmed {
+			// An escaped point (a space in it, say) is compared unescaped.
+			if !bytes.HasPrefix(field, []byte(dir)) && !bytes.Contains(field, []byte{'\\'}) {
+				continue
+			}
+			if p := unescape(string(field)); p == dir || strings.HasPrefix(p, dir+"/") {
+				points = append(points, p)
+				break
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -159,6 +171,22 @@ func IsMountPoint(path string) (bool, error) {
 }
 
 // unescape decodes the octal escapes (\040 for a space) mountinfo uses.
+// mountPointField is the fifth field of a mountinfo line, the mount point
+// (escaped), without copying it.
+func mountPointField(line []byte) ([]byte, bool) {
+	for range 4 {
+		i := bytes.IndexByte(line, ' ')
+		if i < 0 {
+			return nil, false
+		}
+		line = line[i+1:]
+	}
+	if i := bytes.IndexByte(line, ' '); i >= 0 {
+		line = line[:i]
+	}
+	return line, len(line) > 0
+}
+
 func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
