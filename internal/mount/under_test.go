@@ -12,7 +12,7 @@ import (
 func TestMountPointField(t *testing.T) {
 	for line, want := range map[string]string{
 		`36 35 98:0 /mnt1 /mnt/a\040b rw,noatime master:1 - ext3 /dev/root rw`: `/mnt/a\040b`,
-		`22 1 0:21 / /proc rw shared:12 - proc proc rw`:                          `/proc`,
+		`22 1 0:21 / /proc rw shared:12 - proc proc rw`:                        `/proc`,
 		`22 1 0:21 /`: "",
 		``:            "",
 	} {
