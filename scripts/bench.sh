@@ -11,7 +11,9 @@
 # snapshot directly), and ListContainers vs StreamContainers over 1,000
 # containers (median and p99 of each; then the 50 pods' teardown wall
 # time), and a pod in its own user namespace vs the same pod on the host's
-# users (on runc v1.5.2, which build-runc.sh makes). Run as root after scripts/test.sh has installed the
+# users (on runc v1.5.2, which build-runc.sh makes), and the runtime's
+# memory (PSS of daemon and monitors, or containerd and its shims) over 50
+# one-container pods. Run as root after scripts/test.sh has installed the
 # tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ go test -run '^$' -bench 'PodStart$|PodStartNetwork|AgentPodStart|PullImage' -be
 # the host's users and in its own user namespace, both on that runc.
 runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 PATH=$(dirname "$runc_bin"):$PATH go test -run '^$' -bench 'PodStartUserNamespace' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
+go test -run '^$' -bench 'MemoryPerPod' -benchtime "${MEMORY_BENCHTIME:-3x}" -count "${COUNT:-1}" ./test/bench/
 go test -run '^$' -bench 'ListContainers' -benchtime "${LIST_BENCHTIME:-100x}" -count "${COUNT:-1}" ./test/bench/
 # The node under load: 100 clients listing in a loop while 8 workers make and
 # delete pods, for two minutes; no error, no leak, and the list latencies.
