@@ -12,12 +12,19 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/pause"
 )
 
+// No allocation is profiled: the profile's tables would be each copy's.
+func init() { runtime.MemProfileRate = 0 }
+
 func main() {
+	// The daemon starts monitors with GOMAXPROCS=1 (see monitor.spawn);
+	// the runtime has read it, and the OCI runtime must not inherit it.
+	os.Unsetenv("GOMAXPROCS")
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: crib-monitor monitor ARGS... | crib-monitor pause ID (started by the crib daemon)")
 		os.Exit(2)
