@@ -56,6 +56,8 @@ func reap() {
 func Command(self, sandboxID string) *exec.Cmd {
 	cmd := exec.Command(self, "pause", sandboxID)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// It reaps and waits for the pod's whole life: one P is plenty.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	return cmd
 }
 
@@ -77,7 +79,7 @@ func Start(self, sandboxID string) (int, error) {
 func Isolate(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWNS
 	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), isolateEnv+"=1")
+	cmd.Env = append(cmd.Env, isolateEnv+"=1")
 }
 
 // emptyRoot makes an empty read-only tmpfs the root of this process's
