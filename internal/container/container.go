@@ -153,6 +153,11 @@ type entry struct {
 	done   sync.Once
 	// op serialises Start, Stop and Remove of this container.
 	op sync.Mutex
+	// record serialises the writes of this container's record (updates
+	// and the removal), so that they reach the database in the order
+	// they are made, without holding the manager's lock, which every
+	// List takes, across a sync to disk.
+	record sync.Mutex
 }
 
 // finish marks the container's exit as recorded; it may be called more
@@ -234,27 +239,34 @@ func (m *Manager) List() []Container {
 // update applies fn to the container's record under the lock, checks the
 // state transition if fn changes the state, and persists the result.
 func (m *Manager) update(e *entry, fn func(c *Container)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.byID[e.c.ID] != e {
-		// Removed meanwhile: its record must not come back.
+	e.record.Lock()
+	defer e.record.Unlock()
+	m.mu.RLock()
+	removed := m.byID[e.c.ID] != e
+	next := e.c
+	m.mu.RUnlock()
+	if removed {
+		// Its record must not come back.
 		return fmt.Errorf("container %s: %w", e.c.ID, errdefs.ErrNotFound)
 	}
-	next := e.c
+	// Only this function writes e.c of a listed container, under
+	// e.record: it cannot change while the record is saved.
+	prev := next.State
 	fn(&next)
-	if next.State != e.c.State {
-		if err := e.c.State.to(next.State); err != nil {
+	if next.State != prev {
+		if err := prev.to(next.State); err != nil {
 			return fmt.Errorf("container %s: %w", e.c.ID, err)
 		}
 	}
 	if err := m.save(&next); err != nil {
 		return err
 	}
-	changed := next.State != e.c.State
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	e.c = next
-	if k, ok := next.State.event(); ok && changed {
-		// Under m.mu, so that events leave in the order of the
-		// transitions.
+	if k, ok := next.State.event(); ok && next.State != prev {
+		// Under e.record, so that a container's events leave in the
+		// order of its transitions.
 		m.publish(k, &next)
 	}
 	return nil

@@ -153,17 +153,22 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err := m.teardown(ctx, &c); err != nil {
 		return fmt.Errorf("remove container %s: %w", c.ID, err)
 	}
+	// Under e.record: no update is saving the record while it goes, nor
+	// saves it again afterwards (update finds the container unlisted).
+	e.record.Lock()
 	if err := m.db.Delete(recordKind, c.ID); err != nil {
+		e.record.Unlock()
 		return err
-	}
-	m.images.Release(c.ChainIDs)
-	for _, v := range c.ImageVolumes {
-		m.images.Unhold(v.ImageID, c.ID)
 	}
 	m.mu.Lock()
 	delete(m.byID, c.ID)
 	m.publish(events.Deleted, &c)
 	m.mu.Unlock()
+	e.record.Unlock()
+	m.images.Release(c.ChainIDs)
+	for _, v := range c.ImageVolumes {
+		m.images.Unhold(v.ImageID, c.ID)
+	}
 	m.names.Release(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
 	m.log.Info("container removed", "container", c.ID)
 	return nil
