@@ -34,10 +34,13 @@
 // output drained (at most drainTimeout after the exit); pending waits are
 // answered after it exists. Log records never interleave within a line.
 //
-// Log format, one record per line: `<RFC3339Nano UTC> <stdout|stderr> <F|P>
-// <content>`. Content lines longer than 16 KiB are split into P records
-// followed by a final F record. An unterminated line at end of stream is
-// written as F: nothing will complete it, and the kubelet's reader ends a
-// message at F. A line of exactly 16 KiB yields a P record and an empty F
-// record. A "\r" before the newline is dropped.
+// Log format, one record per line: `<RFC 3339 UTC, nine fractional digits>
+// <stdout|stderr> <F|P> <content>`. Content lines longer than 16 KiB are
+// split into P records followed by a final F record. An unterminated line
+// at end of stream is written as F: nothing will complete it, and the
+// kubelet's reader ends a message at F. A line of exactly 16 KiB yields a
+// P record and an empty F record, as does a stream that ends right after a
+// P record. A "\r" before the newline is dropped. The lines of one burst of
+// output (what one read returned, up to 32 KiB) are written with one write
+// call and the same timestamp.
 package monitor

@@ -69,26 +69,54 @@ func (l *logFile) reopen() error {
 	return nil
 }
 
-// write appends one record with a single write call. The timestamp is
-// taken under the lock, so that stdout and stderr records never go back in
-// time in the file.
-func (l *logFile) write(stream string, tag byte, content []byte) error {
-	if l.path == "" {
+// stampLayout is RFC 3339 with nanoseconds at a fixed width (30 bytes in
+// UTC), which every CRI log reader parses as RFC3339Nano: a batch's records
+// are laid out before their timestamp is known.
+const stampLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// stampLen is the width of a timestamp in stampLayout, in UTC.
+const stampLen = len("2006-01-02T15:04:05.000000000Z")
+
+// maxBatch is how many bytes of records a stream collects before it writes
+// them, when its output comes faster than it is written.
+const maxBatch = 32 * 1024
+
+// batch is one stream's records not yet written, each with room for its
+// timestamp at the offsets in stamps.
+type batch struct {
+	buf    []byte
+	stamps []int
+}
+
+// add lays out one record of stream.
+func (b *batch) add(stream string, tag byte, content []byte) {
+	b.stamps = append(b.stamps, len(b.buf))
+	b.buf = append(b.buf, make([]byte, stampLen)...)
+	b.buf = append(b.buf, ' ')
+	b.buf = append(b.buf, stream...)
+	b.buf = append(b.buf, ' ', tag, ' ')
+	b.buf = append(b.buf, content...)
+	b.buf = append(b.buf, '\n')
+}
+
+// write stamps the batch's records with the time and appends them with a
+// single write call. The timestamp is taken under the lock, so that stdout
+// and stderr records never go back in time in the file.
+func (l *logFile) write(b *batch) error {
+	if l.path == "" || len(b.stamps) == 0 {
 		return nil
 	}
-	buf := make([]byte, 0, len(content)+64)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	buf = l.now().UTC().AppendFormat(buf, time.RFC3339Nano)
-	buf = append(buf, ' ')
-	buf = append(buf, stream...)
-	buf = append(buf, ' ', tag, ' ')
-	buf = append(buf, content...)
-	buf = append(buf, '\n')
+	var stamp [stampLen + 8]byte
+	ts := l.now().UTC().AppendFormat(stamp[:0], stampLayout)
+	for _, off := range b.stamps {
+		copy(b.buf[off:off+stampLen], ts)
+	}
 	if l.f == nil {
 		return errors.New("log file closed")
 	}
-	_, err := l.f.Write(buf)
+	_, err := l.f.Write(b.buf)
 	return err
 }
 
@@ -109,10 +137,22 @@ func (l *logFile) close() error {
 func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 	br := bufio.NewReaderSize(r, maxLogLine)
 	failed := false
-	emit := func(tag byte, content []byte) {
-		if err := l.write(stream, tag, content); err != nil && !failed {
+	var b batch
+	// Records are written once no more output is waiting in the buffer, or
+	// a batch is full: one write call for a burst of lines, each record as
+	// soon as it is read when the output comes slowly.
+	emit := func(tag byte, content []byte, last bool) {
+		b.add(stream, tag, content)
+		if !last && br.Buffered() > 0 && len(b.buf) < maxBatch {
+			return
+		}
+		if err := l.write(&b); err != nil && !failed {
 			failed = true
 			onErr(fmt.Errorf("write %s log record: %w", stream, err))
+		}
+		b.buf, b.stamps = b.buf[:0], b.stamps[:0]
+		if cap(b.buf) > 2*maxBatch {
+			b = batch{} // a long line's buffer is not kept
 		}
 	}
 	// inLine: the last record was partial, so a line is open until a full
@@ -126,14 +166,14 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 			if n := len(line); n > 0 && line[n-1] == '\r' {
 				line = line[:n-1]
 			}
-			emit(tagFull, line)
+			emit(tagFull, line, false)
 			inLine = false
 		case errors.Is(err, bufio.ErrBufferFull):
-			emit(tagPartial, line)
+			emit(tagPartial, line, false)
 			inLine = true
 		default:
 			if len(line) > 0 || inLine {
-				emit(tagFull, line)
+				emit(tagFull, line, true)
 			}
 			return
 		}

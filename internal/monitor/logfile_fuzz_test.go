@@ -33,7 +33,7 @@ func FuzzLogWriter(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefix := now.Format(time.RFC3339Nano) + " stdout "
+		prefix := now.Format(stampLayout) + " stdout "
 		var got []byte
 		for rest := file; len(rest) > 0; {
 			i := bytes.IndexByte(rest, '\n')

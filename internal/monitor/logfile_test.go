@@ -12,7 +12,7 @@ import (
 
 func TestCopyStreamRecords(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 11, 21, 10, 0, 0, 120000000, time.FixedZone("X", 3600)) }
-	const ts = "2026-11-21T09:00:00.12Z"
+	const ts = "2026-11-21T09:00:00.120000000Z" // stampLayout: nine digits always
 	long := strings.Repeat("x", maxLogLine)
 	tests := []struct {
 		name, in string
@@ -58,7 +58,7 @@ func TestLogFileDiscardAndReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.write("stdout", tagFull, []byte("x")); err != nil {
+	if err := l.write(oneRecord("stdout", tagFull, "x")); err != nil {
 		t.Errorf("discarding log: %v", err)
 	}
 	if err := l.reopen(); err != nil {
@@ -70,7 +70,7 @@ func TestLogFileDiscardAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.close()
-	if err := l.write("stdout", tagFull, []byte("old")); err != nil {
+	if err := l.write(oneRecord("stdout", tagFull, "old")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
@@ -79,7 +79,7 @@ func TestLogFileDiscardAndReopen(t *testing.T) {
 	if err := l.reopen(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.write("stderr", tagFull, []byte("new")); err != nil {
+	if err := l.write(oneRecord("stderr", tagFull, "new")); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]string{path + ".1": " stdout F old\n", path: " stderr F new\n"} {
@@ -108,4 +108,11 @@ func TestLogFileRefusesSymlink(t *testing.T) {
 	if _, err := os.Lstat(target); !os.IsNotExist(err) {
 		t.Errorf("the symlink's target was created: %v", err)
 	}
+}
+
+// oneRecord is a batch of one record.
+func oneRecord(stream string, tag byte, content string) *batch {
+	var b batch
+	b.add(stream, tag, []byte(content))
+	return &b
 }
