@@ -23,6 +23,8 @@ go test -run '^$' -bench 'PodStart$|PodStartNetwork|AgentPodStart|PullImage' -be
 # the host's users and in its own user namespace, both on that runc.
 runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 PATH=$(dirname "$runc_bin"):$PATH go test -run '^$' -bench 'PodStartUserNamespace' -benchtime "${BENCHTIME:-30x}" -count "${COUNT:-1}" ./test/bench/
+# The CRI log writer: a container's output through a pipe, to a file and to /dev/null.
+go test -run '^$' -bench 'LogWriter' -benchtime "${LOG_BENCHTIME:-10x}" -count "${COUNT:-1}" ./internal/monitor/
 go test -run '^$' -bench 'MemoryPerPod' -benchtime "${MEMORY_BENCHTIME:-3x}" -count "${COUNT:-1}" ./test/bench/
 go test -run '^$' -bench 'ListContainers' -benchtime "${LIST_BENCHTIME:-100x}" -count "${COUNT:-1}" ./test/bench/
 # The node under load: 100 clients listing in a loop while 8 workers make and
