@@ -84,7 +84,7 @@ do_install() {
 	"$bin" version >/dev/null || die "$bin does not run"
 	local monitor
 	monitor=$(dirname "$bin")/crib-monitor
-	[ -x "$monitor" ] || die "no crib-monitor beside $bin (go build -o DIR/ ./cmd/crib ./cmd/crib-monitor)"
+	[ -x "$monitor" ] || die "no crib-monitor beside $bin (CGO_ENABLED=0 go build -o DIR/ ./cmd/crib ./cmd/crib-monitor)"
 
 	# Renamed into place: running monitors keep the file they started from.
 	put "$monitor" "$MONITOR_BIN" 0755

@@ -217,7 +217,7 @@ fi
 
 # 2. A crib daemon on a temp root and state.
 log "building crib into $D"
-(cd "$ROOT" && go build -o "$D/" ./cmd/crib ./cmd/crib-monitor)
+(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/" ./cmd/crib ./cmd/crib-monitor)
 CRIB_METRICS_PORT=$(free_port 20550)
 mkdir -p "$D/state" "$D/root" "$D/cni" "$D/manifests" "$D/kubelet" "$D/pod-logs" "$D/volume-plugins"
 printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' "$SOCK" "$SOCK" >"$D/crictl.yaml"

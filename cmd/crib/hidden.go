@@ -30,6 +30,6 @@ func monitorBinary(self string, log *slog.Logger) string {
 		return beside
 	}
 	log.Warn("crib-monitor is not installed beside crib: monitors and pause processes run as crib itself, about 2 MiB more each",
-		"want", beside, "build", "go build -o "+filepath.Dir(self)+" ./cmd/crib ./cmd/crib-monitor")
+		"want", beside, "build", "CGO_ENABLED=0 go build -o "+filepath.Dir(self)+"/ ./cmd/crib ./cmd/crib-monitor")
 	return self
 }

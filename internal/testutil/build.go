@@ -109,6 +109,8 @@ func buildCrib() (string, error) {
 	out := filepath.Join(dir, "crib")
 	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/crib", "./cmd/crib-monitor")
 	cmd.Dir = root
+	// Static, as scripts/install.sh and the README build them.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build crib: %w\n%s", err, b)
 	}

@@ -26,6 +26,8 @@ func BenchmarkListContainers(b *testing.B) {
 	img := testutil.Busybox(b)
 	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
 	ctx := context.Background()
+	settle(b)
+	idleRSS := rssMiB(b, d.Pid())
 	const pods = 50
 	var podIDs []string
 	for p := range pods {
@@ -110,6 +112,9 @@ func BenchmarkListContainers(b *testing.B) {
 		}
 	}
 	b.ReportMetric(time.Since(start).Seconds(), "teardown-s")
+	settle(b)
+	b.ReportMetric(idleRSS, "daemon-idle-RSS-MiB")
+	b.ReportMetric(rssMiB(b, d.Pid()), "daemon-after-RSS-MiB")
 }
 
 // quantile is the q-th quantile of ds, by nearest rank.

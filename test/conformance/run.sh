@@ -67,7 +67,7 @@ if [ -n "${CRIB_BIN:-}" ]; then
 	cp "$CRIB_BIN" "$work/crib"
 	cp "$(dirname "$CRIB_BIN")/crib-monitor" "$work/crib-monitor"
 else
-	(cd "$repo" && go build -o "$work/" ./cmd/crib ./cmd/crib-monitor)
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$work/" ./cmd/crib ./cmd/crib-monitor)
 fi
 "$work/crib" daemon --config "$work/crib.toml" > "$work/crib.log" 2>&1 &
 daemon_pid=$!
