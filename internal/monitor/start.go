@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
@@ -90,11 +92,51 @@ func spawn(self string, args []string, stderr, childEnd, conn *os.File) (*proces
 		return nil, err
 	}
 	p := &process{cmd: cmd, conn: conn, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
+	reapInBackground(cmd, p.done)
 	return p, nil
+}
+
+// reapInBackground reaps cmd's process once it exits and then closes done.
+// It waits on a pidfd in the Go runtime's poller, not in a wait call: that
+// would hold an OS thread for each monitor, one per container, for the
+// container's whole life.
+func reapInBackground(cmd *exec.Cmd, done chan struct{}) {
+	waitInThread := func() {
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+	}
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		waitInThread() // Linux before 5.10
+		return
+	}
+	pidfd := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := pidfd.SyscallConn()
+	if err != nil {
+		pidfd.Close()
+		waitInThread()
+		return
+	}
+	go func() {
+		defer close(done)
+		defer pidfd.Close()
+		exited := false
+		_ = rc.Read(func(fd uintptr) bool {
+			// A pidfd becomes readable when its process exits: the
+			// first call waits for that, the second reaps, without
+			// blocking.
+			if !exited {
+				exited = true
+				return false
+			}
+			var info unix.Siginfo
+			_ = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED, nil)
+			return true
+		})
+		_ = cmd.Process.Release()
+	}()
 }
 
 // await reads the monitor's report on the container's creation.
