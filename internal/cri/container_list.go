@@ -2,30 +2,54 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/container"
 )
 
 // ListContainers lists containers from memory, filtered by id (or prefix),
 // sandbox id (or prefix), state and label selector.
+//
+// The kubelet lists every container every second. Each one's entry is
+// encoded once per state it is listed in (listEntries) and the response
+// carries the entries as they are on the wire: in its unknown fields,
+// which a protobuf encoder writes out as they are, so that the client reads
+// the repeated containers field. Only the encoded response is built here.
 func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	f := req.GetFilter()
 	if err := checkContainerFilter(f); err != nil {
 		return nil, err
 	}
-	resp := &runtimeapi.ListContainersResponse{}
+	all := f.GetId() == "" && f.GetPodSandboxId() == "" && f.GetState() == nil && len(f.GetLabelSelector()) == 0
+	gen := s.listEntries.gen.Add(1)
+	var wire []byte
 	for _, c := range s.containers.List() {
-		item := containerItem(c)
+		state := containerState(c)
 		switch {
 		case f.GetId() != "" && !strings.HasPrefix(c.ID, f.GetId()):
 		case f.GetPodSandboxId() != "" && !strings.HasPrefix(c.SandboxID, f.GetPodSandboxId()):
-		case f.GetState() != nil && f.GetState().GetState() != item.State:
-		case !matchLabels(f.GetLabelSelector(), item.Labels):
+		case f.GetState() != nil && f.GetState().GetState() != state:
+		case !matchLabels(f.GetLabelSelector(), c.Config.GetLabels()):
 		default:
-			resp.Containers = append(resp.Containers, item)
+			entry, err := s.listEntries.get(c, state, gen)
+			if err != nil {
+				return nil, err
+			}
+			wire = append(wire, entry...)
 		}
 	}
+	if all {
+		s.listEntries.prune(gen)
+	}
+	resp := &runtimeapi.ListContainersResponse{}
+	resp.ProtoReflect().SetUnknown(wire)
 	return resp, nil
 }
 
@@ -35,7 +59,62 @@ func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, strea
 	if err != nil {
 		return err
 	}
-	return sendChunks(list.Containers, func(c []*runtimeapi.Container) error {
+	// The entries are decoded again here: a stream is asked for rarely.
+	var whole runtimeapi.ListContainersResponse
+	if err := proto.Unmarshal(list.ProtoReflect().GetUnknown(), &whole); err != nil {
+		return err
+	}
+	return sendChunks(whole.Containers, func(c []*runtimeapi.Container) error {
 		return stream.Send(&runtimeapi.StreamContainersResponse{Containers: c})
+	})
+}
+
+// listEntryCache holds each listed container's entry of
+// ListContainersResponse (field 1, tag and length included) as encoded for
+// the state it was in: nothing else of an entry changes while the
+// container lives.
+type listEntryCache struct {
+	byID sync.Map // container id -> *listEntry
+	// gen counts ListContainers calls; an entry that an unfiltered list
+	// did not see belongs to a removed container.
+	gen atomic.Uint64
+}
+
+type listEntry struct {
+	state runtimeapi.ContainerState
+	wire  []byte
+	seen  atomic.Uint64
+}
+
+// get returns c's encoded entry in state, encoding it if needed.
+func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerState, gen uint64) ([]byte, error) {
+	if v, ok := l.byID.Load(c.ID); ok {
+		if e := v.(*listEntry); e.state == state {
+			e.seen.Store(gen)
+			return e.wire, nil
+		}
+	}
+	item := containerItem(c)
+	item.State = state
+	b, err := proto.Marshal(item)
+	if err != nil {
+		return nil, fmt.Errorf("encode container %s: %w", c.ID, err)
+	}
+	wire := protowire.AppendTag(make([]byte, 0, len(b)+8), 1, protowire.BytesType)
+	wire = protowire.AppendBytes(wire, b)
+	e := &listEntry{state: state, wire: wire}
+	e.seen.Store(gen)
+	l.byID.Store(c.ID, e)
+	return wire, nil
+}
+
+// prune forgets the entries an unfiltered list of generation gen did not
+// see. One seen by a later list, in flight meanwhile, stays.
+func (l *listEntryCache) prune(gen uint64) {
+	l.byID.Range(func(id, v any) bool {
+		if v.(*listEntry).seen.Load() < gen {
+			l.byID.Delete(id)
+		}
+		return true
 	})
 }

@@ -104,6 +104,8 @@ type Server struct {
 	// them with.
 	events *events.Broadcaster[events.Event]
 	pods   podSource
+	// listEntries are the containers' encoded ListContainers entries.
+	listEntries listEntryCache
 }
 
 // New returns a Server over cfg's parts; it does no I/O.
