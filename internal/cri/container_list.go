@@ -27,11 +27,11 @@ func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainer
 	if err := checkContainerFilter(f); err != nil {
 		return nil, err
 	}
-	all := f.GetId() == "" && f.GetPodSandboxId() == "" && f.GetState() == nil && len(f.GetLabelSelector()) == 0
 	gen := s.listEntries.gen.Add(1)
 	var wire []byte
 	for _, c := range s.containers.List() {
 		state := containerState(c)
+		s.listEntries.seen(c.ID, gen)
 		switch {
 		case f.GetId() != "" && !strings.HasPrefix(c.ID, f.GetId()):
 		case f.GetPodSandboxId() != "" && !strings.HasPrefix(c.SandboxID, f.GetPodSandboxId()):
@@ -45,7 +45,7 @@ func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainer
 			wire = append(wire, entry...)
 		}
 	}
-	if all {
+	if gen%pruneEvery == 0 {
 		s.listEntries.prune(gen)
 	}
 	resp := &runtimeapi.ListContainersResponse{}
@@ -69,13 +69,16 @@ func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, strea
 	})
 }
 
+// pruneEvery is how many lists go by between two prunings of the cache.
+const pruneEvery = 64
+
 // listEntryCache holds each listed container's entry of
 // ListContainersResponse (field 1, tag and length included) as encoded for
 // the state it was in: nothing else of an entry changes while the
 // container lives.
 type listEntryCache struct {
 	byID sync.Map // container id -> *listEntry
-	// gen counts ListContainers calls; an entry that an unfiltered list
+	// gen counts ListContainers calls; an entry whose container a list
 	// did not see belongs to a removed container.
 	gen atomic.Uint64
 }
@@ -84,6 +87,13 @@ type listEntry struct {
 	state runtimeapi.ContainerState
 	wire  []byte
 	seen  atomic.Uint64
+}
+
+// seen marks id's entry, if any, as listed in generation gen.
+func (l *listEntryCache) seen(id string, gen uint64) {
+	if v, ok := l.byID.Load(id); ok {
+		v.(*listEntry).seen.Store(gen)
+	}
 }
 
 // get returns c's encoded entry in state, encoding it if needed.
@@ -108,8 +118,9 @@ func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerSt
 	return wire, nil
 }
 
-// prune forgets the entries an unfiltered list of generation gen did not
-// see. One seen by a later list, in flight meanwhile, stays.
+// prune forgets the entries whose containers the list of generation gen
+// did not see (every list sees every container; filters apply after). One
+// seen by a later list, in flight meanwhile, stays.
 func (l *listEntryCache) prune(gen uint64) {
 	l.byID.Range(func(id, v any) bool {
 		if v.(*listEntry).seen.Load() < gen {

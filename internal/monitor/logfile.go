@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -131,6 +132,15 @@ func (l *logFile) close() error {
 	return err
 }
 
+// recordBuffered reports whether br holds a whole record already: a line,
+// or a full buffer (a partial record). Anything less waits for the
+// container's next write, which may never come, so what the batch holds is
+// written first.
+func recordBuffered(br *bufio.Reader) bool {
+	rest, _ := br.Peek(br.Buffered())
+	return len(rest) == maxLogLine || bytes.IndexByte(rest, '\n') >= 0
+}
+
 // copyStream turns r into log records of stream until r ends or fails. A
 // failing write is reported through onErr once and later records are
 // dropped silently, so the container never blocks on a full disk.
@@ -143,7 +153,7 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 	// soon as it is read when the output comes slowly.
 	emit := func(tag byte, content []byte, last bool) {
 		b.add(stream, tag, content)
-		if !last && br.Buffered() > 0 && len(b.buf) < maxBatch {
+		if !last && len(b.buf) < maxBatch && recordBuffered(br) {
 			return
 		}
 		if err := l.write(&b); err != nil && !failed {

@@ -116,3 +116,46 @@ func oneRecord(stream string, tag byte, content string) *batch {
 	b.add(stream, tag, []byte(content))
 	return &b
 }
+
+// TestCopyStreamWritesLinesBeforeAnUnfinishedOne: complete lines reach the
+// log while the container has written only part of the next one, which it
+// may never finish.
+func TestCopyStreamWritesLinesBeforeAnUnfinishedOne(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	l, err := openLogFile(path, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		l.copyStream(r, "stdout", func(err error) { t.Error(err) })
+	}()
+	if _, err := w.Write([]byte("one\ntwo\npar")); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		if got = string(b); strings.Count(got, "\n") == 2 {
+			break
+		}
+	}
+	if !strings.Contains(got, " stdout F one\n") || !strings.HasSuffix(got, " stdout F two\n") {
+		t.Errorf("log while a line is unfinished = %q, want the records of one and two", got)
+	}
+	if _, err := w.Write([]byte("tial\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	<-copied
+	l.close()
+	b, _ := os.ReadFile(path)
+	if !strings.HasSuffix(string(b), " stdout F partial\n") || strings.Count(string(b), "\n") != 3 {
+		t.Errorf("log = %q, want three records ending with partial", b)
+	}
+}

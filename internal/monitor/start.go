@@ -120,22 +120,20 @@ func reapInBackground(cmd *exec.Cmd, done chan struct{}) {
 		return
 	}
 	go func() {
-		defer close(done)
 		defer pidfd.Close()
-		exited := false
-		_ = rc.Read(func(fd uintptr) bool {
-			// A pidfd becomes readable when its process exits: the
-			// first call waits for that, the second reaps, without
-			// blocking.
-			if !exited {
-				exited = true
-				return false
-			}
+		// The pidfd is non-blocking: waitid reaps the process if it has
+		// exited and says EAGAIN if not, and the poller calls again once
+		// the pidfd is readable, which it becomes when the process exits.
+		err := rc.Read(func(fd uintptr) bool {
 			var info unix.Siginfo
-			_ = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED, nil)
-			return true
+			return unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED, nil) != unix.EAGAIN
 		})
+		if err != nil {
+			waitInThread()
+			return
+		}
 		_ = cmd.Process.Release()
+		close(done)
 	}()
 }
 
