@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,12 +24,52 @@ import (
 // which a protobuf encoder writes out as they are, so that the client reads
 // the repeated containers field. Only the encoded response is built here.
 func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
-	f := req.GetFilter()
+	entries, err := s.containerEntries(req.GetFilter())
+	if err != nil {
+		return nil, err
+	}
+	resp := &runtimeapi.ListContainersResponse{}
+	resp.ProtoReflect().SetUnknown(slices.Concat(entries...))
+	return resp, nil
+}
+
+// StreamContainers is ListContainers sent in chunks (KEP-5825), each a
+// response of up to streamChunkBytes of entries (field 1 of both
+// messages).
+func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, stream runtimeapi.RuntimeService_StreamContainersServer) error {
+	entries, err := s.containerEntries(req.GetFilter())
+	if err != nil {
+		return err
+	}
+	send := func(chunk [][]byte) error {
+		resp := &runtimeapi.StreamContainersResponse{}
+		resp.ProtoReflect().SetUnknown(slices.Concat(chunk...))
+		return stream.Send(resp)
+	}
+	start, size := 0, 0
+	for i, e := range entries {
+		if i > start && size+len(e) > streamChunkBytes {
+			if err := send(entries[start:i]); err != nil {
+				return err
+			}
+			start, size = i, 0
+		}
+		size += len(e)
+	}
+	if start < len(entries) {
+		return send(entries[start:])
+	}
+	return nil
+}
+
+// containerEntries returns the encoded entries of the containers f
+// selects, oldest first.
+func (s *Server) containerEntries(f *runtimeapi.ContainerFilter) ([][]byte, error) {
 	if err := checkContainerFilter(f); err != nil {
 		return nil, err
 	}
 	gen := s.listEntries.gen.Add(1)
-	var wire []byte
+	var entries [][]byte
 	for _, c := range s.containers.List() {
 		state := containerState(c)
 		s.listEntries.seen(c.ID, gen)
@@ -42,31 +83,13 @@ func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainer
 			if err != nil {
 				return nil, err
 			}
-			wire = append(wire, entry...)
+			entries = append(entries, entry)
 		}
 	}
 	if gen%pruneEvery == 0 {
 		s.listEntries.prune(gen)
 	}
-	resp := &runtimeapi.ListContainersResponse{}
-	resp.ProtoReflect().SetUnknown(wire)
-	return resp, nil
-}
-
-// StreamContainers is ListContainers sent in chunks (KEP-5825).
-func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, stream runtimeapi.RuntimeService_StreamContainersServer) error {
-	list, err := s.ListContainers(stream.Context(), &runtimeapi.ListContainersRequest{Filter: req.GetFilter()})
-	if err != nil {
-		return err
-	}
-	// The entries are decoded again here: a stream is asked for rarely.
-	var whole runtimeapi.ListContainersResponse
-	if err := proto.Unmarshal(list.ProtoReflect().GetUnknown(), &whole); err != nil {
-		return err
-	}
-	return sendChunks(whole.Containers, func(c []*runtimeapi.Container) error {
-		return stream.Send(&runtimeapi.StreamContainersResponse{Containers: c})
-	})
+	return entries, nil
 }
 
 // pruneEvery is how many lists go by between two prunings of the cache.
