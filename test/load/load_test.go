@@ -31,6 +31,10 @@ const (
 	workers = 8
 )
 
+// TestMain removes what the harness built for this binary (the crib
+// binaries and the test image).
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+
 // duration is how long the load lasts: $CRIB_LOAD_DURATION, or 20 s, which
 // CI runs; the figure is for 2 minutes (scripts/bench.sh).
 func duration(t *testing.T) time.Duration {
