@@ -22,9 +22,6 @@ import (
 func init() { runtime.MemProfileRate = 0 }
 
 func main() {
-	// The daemon starts monitors with GOMAXPROCS=1 (see monitor.spawn);
-	// the runtime has read it, and the OCI runtime must not inherit it.
-	os.Unsetenv("GOMAXPROCS")
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: crib-monitor monitor ARGS... | crib-monitor pause ID (started by the crib daemon)")
 		os.Exit(2)

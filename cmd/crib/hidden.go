@@ -11,16 +11,10 @@ import (
 
 // monitorMain is `crib monitor`, what the daemon runs per container when
 // crib-monitor is not installed beside crib.
-func monitorMain(args []string) int {
-	os.Unsetenv("GOMAXPROCS") // set for its runtime alone (see cmd/crib-monitor)
-	return monitor.Main(args)
-}
+func monitorMain(args []string) int { return monitor.Main(args) }
 
 // pauseMain is `crib pause`, the same fallback for a pod's pause.
-func pauseMain() int {
-	os.Unsetenv("GOMAXPROCS")
-	return pause.Main()
-}
+func pauseMain() int { return pause.Main() }
 
 // monitorBinaryName is the small program (cmd/crib-monitor) that runs
 // beside every container and shared-PID pod.

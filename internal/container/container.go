@@ -236,8 +236,9 @@ func (m *Manager) List() []Container {
 	return out
 }
 
-// update applies fn to the container's record under the lock, checks the
-// state transition if fn changes the state, and persists the result.
+// update applies fn to the container's record under its record lock,
+// checks the state transition if fn changes the state, persists the result,
+// and only then shows it to readers.
 func (m *Manager) update(e *entry, fn func(c *Container)) error {
 	e.record.Lock()
 	defer e.record.Unlock()

@@ -15,16 +15,21 @@ const streamChunkBytes = 1 << 20
 // still goes alone). An empty list sends nothing: the stream's end says
 // the list is complete.
 func sendChunks[T proto.Message](items []T, send func([]T) error) error {
-	start, size := 0, 0
+	return sendChunksOf(items, func(item T) int { return proto.Size(item) }, send)
+}
+
+// sendChunksOf is sendChunks for items whose encoded size is size(item).
+func sendChunksOf[T any](items []T, size func(T) int, send func([]T) error) error {
+	start, total := 0, 0
 	for i, item := range items {
-		n := proto.Size(item)
-		if i > start && size+n > streamChunkBytes {
+		n := size(item)
+		if i > start && total+n > streamChunkBytes {
 			if err := send(items[start:i]); err != nil {
 				return err
 			}
-			start, size = i, 0
+			start, total = i, 0
 		}
-		size += n
+		total += n
 	}
 	if start < len(items) {
 		return send(items[start:])

@@ -41,25 +41,11 @@ func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, strea
 	if err != nil {
 		return err
 	}
-	send := func(chunk [][]byte) error {
+	return sendChunksOf(entries, func(e []byte) int { return len(e) }, func(chunk [][]byte) error {
 		resp := &runtimeapi.StreamContainersResponse{}
 		resp.ProtoReflect().SetUnknown(slices.Concat(chunk...))
 		return stream.Send(resp)
-	}
-	start, size := 0, 0
-	for i, e := range entries {
-		if i > start && size+len(e) > streamChunkBytes {
-			if err := send(entries[start:i]); err != nil {
-				return err
-			}
-			start, size = i, 0
-		}
-		size += len(e)
-	}
-	if start < len(entries) {
-		return send(entries[start:])
-	}
-	return nil
+	})
 }
 
 // containerEntries returns the encoded entries of the containers f
@@ -123,8 +109,7 @@ func (l *listEntryCache) seen(id string, gen uint64) {
 func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerState, gen uint64) ([]byte, error) {
 	if v, ok := l.byID.Load(c.ID); ok {
 		if e := v.(*listEntry); e.state == state {
-			e.seen.Store(gen)
-			return e.wire, nil
+			return e.wire, nil // marked seen by the caller
 		}
 	}
 	item := containerItem(c)

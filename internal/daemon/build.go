@@ -109,7 +109,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	}
 	d.sandboxes = sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
-		Self:         d.monitorBin,
+		PauseBinary:  d.monitorBin,
 		ShmSize:      d.cfg.ShmSize,
 		CgroupDriver: d.cfg.CgroupDriver,
 		CgroupParent: d.cfg.CgroupParent,

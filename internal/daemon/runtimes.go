@@ -94,7 +94,7 @@ func (d *Daemon) probeIDMappedOverlay(root string) error {
 	if err := untraversable(root); err != nil {
 		return fmt.Errorf("a pod's root cannot reach crib's root %s: %w", root, err)
 	}
-	// The same as a pod's namespaces are made with: crib's own binary,
+	// The same as a pod's namespaces are made with: the monitor binary,
 	// started as the pod's root.
 	cmd := exec.Command(d.monitorBin, "pause", "idmap-probe")
 	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}

@@ -40,6 +40,9 @@ type startResult struct {
 // Main is the body of `crib-monitor monitor ARGS...` (and of its
 // `monitor exec-shim ...`; crib's own `monitor` subcommand is the same). It returns the process exit status.
 func Main(args []string) int {
+	// The daemon starts monitors with GOMAXPROCS=1 (see spawn): the Go
+	// runtime has read it, and the OCI runtime must not inherit it.
+	os.Unsetenv("GOMAXPROCS")
 	if len(args) > 0 {
 		switch args[0] {
 		case execShimCommand:

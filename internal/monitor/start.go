@@ -79,7 +79,7 @@ func spawn(self string, args []string, stderr, childEnd, conn *os.File) (*proces
 	// A monitor copies two pipes and waits: one P is all it needs, and
 	// each further P keeps caches of its own in every copy (about 0.2 MiB
 	// of a monitor's 1.3 in BenchmarkMemoryPerPod). The monitor takes the
-	// variable out of its environment once its runtime has read it.
+	// variable out of its environment once its runtime has read it (Main).
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.ExtraFiles = []*os.File{childEnd}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -170,7 +170,6 @@ func IsMountPoint(path string) (bool, error) {
 	return false, nil
 }
 
-// unescape decodes the octal escapes (\040 for a space) mountinfo uses.
 // mountPointField is the fifth field of a mountinfo line, the mount point
 // (escaped), without copying it.
 func mountPointField(line []byte) ([]byte, bool) {
@@ -187,6 +186,7 @@ func mountPointField(line []byte) ([]byte, bool) {
 	return line, len(line) > 0
 }
 
+// unescape decodes the octal escapes (\040 for a space) mountinfo uses.
 func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s

@@ -158,7 +158,7 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	}
 
 	if ns.GetPid() == runtimeapi.NamespaceMode_POD && s.PausePid == 0 {
-		pid, err := pause.Start(m.cfg.Self, s.ID)
+		pid, err := pause.Start(m.cfg.PauseBinary, s.ID)
 		if err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string,
 	if userns == nil {
 		return netns.Pin(req)
 	}
-	cmd := pause.Command(m.cfg.Self, s.ID)
+	cmd := pause.Command(m.cfg.PauseBinary, s.ID)
 	sharedPID := s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD
 	if sharedPID {
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID

@@ -87,8 +87,8 @@ type record struct {
 type Config struct {
 	// StateDir holds one directory per sandbox.
 	StateDir string
-	// Self is the binary run as `Self pause ID`: crib-monitor, or crib.
-	Self string
+	// PauseBinary is run as `PauseBinary pause ID`: crib-monitor, or crib.
+	PauseBinary string
 	// ShmSize is the size of each pod's /dev/shm in bytes.
 	ShmSize int64
 	// CgroupDriver is "cgroupfs" or "systemd".

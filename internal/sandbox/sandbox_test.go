@@ -81,7 +81,7 @@ func newManagerWithNetwork(t *testing.T, dir string) (*Manager, *state.DB, *fake
 	fn := &fakeNetwork{}
 	m := New(Config{
 		StateDir:     filepath.Join(dir, "sandboxes"),
-		Self:         self,
+		PauseBinary:  self,
 		ShmSize:      16 << 20,
 		CgroupDriver: "cgroupfs",
 		CgroupParent: "/crib-test",
