@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/testutil"
@@ -29,52 +27,29 @@ const memoryPods = 50
 // is its growth from no pod to 50, over 50. Each iteration measures anew.
 func BenchmarkMemoryPerPod(b *testing.B) {
 	testutil.RequiresRoot(b)
-	img := testutil.Busybox(b)
+	requireRegistry(b)
+	img := registryBusybox
 	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
 	ctx := context.Background()
-	host := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER}
 	monitor := testutil.MonitorBinary(d.Binary)
 	cribProcs := func() []int {
 		return append([]int{d.Pid()}, pidsWhere(func(exe, _ string) bool { return exe == monitor })...)
 	}
-
 	var ctrd runtimeapi.RuntimeServiceClient
-	ctrdSock := containerdEndpoint()
-	// containerd by the pid file containerd-up.sh writes beside its
-	// socket; its shims by the socket on their command lines.
-	ctrdProcs := func() []int {
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(ctrdSock), "containerd.pid"))
-		pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || perr != nil {
-			b.Fatalf("baseline containerd's pid: %v %v", err, perr)
-		}
-		return append([]int{pid}, pidsWhere(func(exe, cmdline string) bool {
-			return strings.HasPrefix(filepath.Base(exe), "containerd-shim") && strings.Contains(cmdline, ctrdSock)
-		})...)
-	}
-	if _, err := os.Stat(ctrdSock); err == nil {
-		conn, err := grpc.NewClient("unix://"+ctrdSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		images := runtimeapi.NewImageServiceClient(conn)
-		if _, err := images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testutil.RegistryBusyboxRef}}); err != nil {
-			b.Fatalf("pull into containerd: %v", err)
-		}
-		ctrd = runtimeapi.NewRuntimeServiceClient(conn)
-		removePod(ctx, b, ctrd, startPodWith(ctx, b, ctrd, testutil.RegistryBusyboxRef, "mem-warm", host))
-	} else {
-		b.Logf("no baseline containerd at %s: crib only", ctrdSock)
+	var ctrdProcs func() []int
+	if c := dialBaseline(b); c != nil {
+		c.pull(ctx, b, img.Ref)
+		ctrd, ctrdProcs = c.Runtime, func() []int { return c.procs(b) }
+		removePod(ctx, b, ctrd, startPodWith(ctx, b, ctrd, img.Ref, "mem-warm", hostNetwork))
 	}
 
 	type sample struct{ idle, loaded, monitor float64 }
-	measure := func(rt runtimeapi.RuntimeServiceClient, image string, procs func() []int, perPod func() float64) sample {
+	measure := func(rt runtimeapi.RuntimeServiceClient, procs func() []int, perPod func() float64) sample {
 		settle(b)
 		idle := pssMiB(b, procs())
 		ids := make([]string, memoryPods)
 		for i := range ids {
-			ids[i] = startPodWith(ctx, b, rt, image, fmt.Sprintf("mem-%d", i), host)
+			ids[i] = startPodWith(ctx, b, rt, img.Ref, fmt.Sprintf("mem-%d", i), hostNetwork)
 		}
 		settle(b)
 		s := sample{idle: idle, loaded: pssMiB(b, procs())}
@@ -89,13 +64,13 @@ func BenchmarkMemoryPerPod(b *testing.B) {
 	var crib, base sample
 	b.ResetTimer()
 	for range b.N {
-		s := measure(d.Runtime, img.Ref, cribProcs, func() float64 {
+		s := measure(d.Runtime, cribProcs, func() float64 {
 			mons := pidsWhere(func(exe, _ string) bool { return exe == monitor })
 			return pssMiB(b, mons) / float64(len(mons))
 		})
 		crib.idle, crib.loaded, crib.monitor = crib.idle+s.idle, crib.loaded+s.loaded, crib.monitor+s.monitor
 		if ctrd != nil {
-			s := measure(ctrd, testutil.RegistryBusyboxRef, ctrdProcs, nil)
+			s := measure(ctrd, ctrdProcs, nil)
 			base.idle, base.loaded = base.idle+s.idle, base.loaded+s.loaded
 		}
 	}

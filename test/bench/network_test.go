@@ -3,13 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/testutil"
@@ -28,15 +25,6 @@ const baselineConfList = `{
   ]
 }`
 
-// containerdEndpoint is the baseline containerd of ../shared/conformance
-// (containerd-up.sh), or CRIB_BENCH_CONTAINERD.
-func containerdEndpoint() string {
-	if ep := os.Getenv("CRIB_BENCH_CONTAINERD"); ep != "" {
-		return ep
-	}
-	return "/run/cri-conformance/ctrd16/containerd.sock"
-}
-
 // BenchmarkPodStartNetwork measures, alternately in each iteration, the
 // time from RunPodSandbox to a running busybox container for: a crib pod on
 // the host network, a crib pod on a CNI bridge, and, when the baseline
@@ -44,34 +32,17 @@ func containerdEndpoint() string {
 // It reports each and the ratios; teardown is not timed.
 func BenchmarkPodStartNetwork(b *testing.B) {
 	testutil.RequiresRoot(b)
-	img := testutil.TestImage{
-		Ref:     testutil.RegistryBusyboxRef,
-		Mirrors: map[string][]string{"registry.k8s.io": {testutil.LoopbackRegistry}},
-	}
-	if conn, err := net.DialTimeout("tcp", "127.0.0.1:5000", time.Second); err != nil {
-		b.Skip("the loopback registry is not up (../shared/conformance/images.sh)")
-	} else {
-		conn.Close()
-	}
+	requireRegistry(b)
+	img := registryBusybox
 	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: os.Getenv("CRIB_BENCH_LOG"), CNIConfList: baselineConfList})
 	ctx := context.Background()
 
 	var ctrd runtimeapi.RuntimeServiceClient
-	if _, err := os.Stat(containerdEndpoint()); err == nil {
-		conn, err := grpc.NewClient("unix://"+containerdEndpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		images := runtimeapi.NewImageServiceClient(conn)
-		if _, err := images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img.Ref}}); err != nil {
-			b.Fatalf("pull %s into containerd: %v", img.Ref, err)
-		}
-		ctrd = runtimeapi.NewRuntimeServiceClient(conn)
+	if c := dialBaseline(b); c != nil {
+		c.pull(ctx, b, img.Ref)
+		ctrd = c.Runtime
 		// A first pod pulls containerd's pause image outside the timing.
 		removePod(ctx, b, ctrd, startNetPod(ctx, b, ctrd, img.Ref, "warm", false))
-	} else {
-		b.Logf("no baseline containerd at %s (../shared/conformance/containerd-up.sh): crib only", containerdEndpoint())
 	}
 
 	var host, cni, base time.Duration
@@ -119,41 +90,63 @@ func startNetPod(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeService
 // it, and returns the pod's id once the container has started.
 func startPodWith(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, image, uid string, ns *runtimeapi.NamespaceOption) string {
 	b.Helper()
+	pod, ctr := podConfigs(image, uid, ns)
+	id, err := runPod(ctx, rt, pod, ctr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+// podConfigs are the configs of a pod of the given namespaces whose one
+// container is a busybox sleeping.
+func podConfigs(image, uid string, ns *runtimeapi.NamespaceOption) (*runtimeapi.PodSandboxConfig, *runtimeapi.ContainerConfig) {
 	pod := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "netbench", Namespace: "bench", Uid: uid},
 		Linux:    &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}},
 	}
+	ctr := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
+		Image:    &runtimeapi.ImageSpec{Image: image},
+		Command:  []string{"sleep", "3600"},
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: ns,
+		}},
+	}
+	return pod, ctr
+}
+
+// runPod runs the pod, creates its container and starts it, and returns
+// the pod's id.
+func runPod(ctx context.Context, rt runtimeapi.RuntimeServiceClient, pod *runtimeapi.PodSandboxConfig, ctr *runtimeapi.ContainerConfig) (string, error) {
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pod})
 	if err != nil {
-		b.Fatal(err)
+		return "", fmt.Errorf("run pod %s: %w", pod.Metadata.Uid, err)
 	}
-	ctr, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId:  sb.PodSandboxId,
-		SandboxConfig: pod,
-		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
-			Image:    &runtimeapi.ImageSpec{Image: image},
-			Command:  []string{"sleep", "3600"},
-			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: ns,
-			}},
-		},
-	})
+	c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, SandboxConfig: pod, Config: ctr})
 	if err != nil {
-		b.Fatal(err)
+		return sb.PodSandboxId, fmt.Errorf("create container in pod %s: %w", pod.Metadata.Uid, err)
 	}
-	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
-		b.Fatal(err)
+	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+		return sb.PodSandboxId, fmt.Errorf("start container in pod %s: %w", pod.Metadata.Uid, err)
 	}
-	return sb.PodSandboxId
+	return sb.PodSandboxId, nil
 }
 
 func removePod(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, id string) {
 	b.Helper()
-	if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+	if err := stopAndRemove(ctx, rt, id); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// stopAndRemove stops the pod and removes it.
+func stopAndRemove(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string) error {
+	if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+		return fmt.Errorf("stop pod %s: %w", id, err)
 	}
 	if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
-		b.Fatal(err)
+		return fmt.Errorf("remove pod %s: %w", id, err)
 	}
+	return nil
 }

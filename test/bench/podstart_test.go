@@ -20,11 +20,14 @@ func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
 
 // BenchmarkPodStart measures, alternately in each iteration, the time from
 // RunPodSandbox to a running busybox container (host network, one
-// container) through crib, and the time of a bare `runc run -d` of the
-// same image rootfs. It reports both and their ratio; teardown is not
-// timed.
+// container) through crib, the time of a bare `runc run -d` of the same
+// image's rootfs on runc's default spec (the floor), and, when the
+// baseline containerd runs, the same pod through containerd. It reports
+// each and the ratios; teardown is not timed.
 func BenchmarkPodStart(b *testing.B) {
-	img := testutil.Busybox(b)
+	testutil.RequiresRoot(b)
+	requireRegistry(b)
+	img := registryBusybox
 	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
 	ctx := context.Background()
 	bundle := runcBundle(b, d, img.Ref)
@@ -34,13 +37,19 @@ func BenchmarkPodStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer errFile.Close()
+	ctrd := dialBaseline(b)
+	if ctrd != nil {
+		ctrd.pull(ctx, b, img.Ref)
+		// A first pod pulls containerd's pause image outside the timing.
+		removePod(ctx, b, ctrd.Runtime, startPodWith(ctx, b, ctrd.Runtime, img.Ref, "bench-warm", hostNetwork))
+	}
 
-	var cribTotal, runcTotal time.Duration
+	var cribTotal, runcTotal, ctrdTotal time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		settle(b)
 		start := time.Now()
-		podID := startPod(ctx, b, d, img.Ref, i)
+		podID := startPodWith(ctx, b, d.Runtime, img.Ref, fmt.Sprintf("bench-%d", i), hostNetwork)
 		cribTotal += time.Since(start)
 
 		settle(b)
@@ -56,15 +65,21 @@ func BenchmarkPodStart(b *testing.B) {
 		}
 		runcTotal += time.Since(start)
 
+		var ctrdPod string
+		if ctrd != nil {
+			settle(b)
+			start = time.Now()
+			ctrdPod = startPodWith(ctx, b, ctrd.Runtime, img.Ref, fmt.Sprintf("bench-%d", i), hostNetwork)
+			ctrdTotal += time.Since(start)
+		}
+
 		b.StopTimer()
 		if out, err := exec.Command("runc", "--root", runcRoot, "delete", "--force", id).CombinedOutput(); err != nil {
 			b.Fatalf("runc delete: %v: %s", err, out)
 		}
-		if _, err := d.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := d.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
-			b.Fatal(err)
+		removePod(ctx, b, d.Runtime, podID)
+		if ctrd != nil {
+			removePod(ctx, b, ctrd.Runtime, ctrdPod)
 		}
 		b.StartTimer()
 	}
@@ -73,7 +88,15 @@ func BenchmarkPodStart(b *testing.B) {
 	b.ReportMetric(float64(cribTotal.Microseconds())/n, "crib-µs/pod")
 	b.ReportMetric(float64(runcTotal.Microseconds())/n, "runc-µs/run")
 	b.ReportMetric(float64(cribTotal)/float64(runcTotal), "crib/runc")
+	if ctrd != nil {
+		b.ReportMetric(float64(ctrdTotal.Microseconds())/n, "containerd-µs/pod")
+		b.ReportMetric(float64(cribTotal)/float64(ctrdTotal), "crib/containerd")
+	}
 }
+
+// hostNetwork is a pod on the node's network with a PID namespace per
+// container.
+var hostNetwork = &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER}
 
 // settle lets the background work of the previous step (a monitor
 // refilling crib's pool, a removed pod's processes exiting) finish before
@@ -82,45 +105,6 @@ func settle(b *testing.B) {
 	b.StopTimer()
 	time.Sleep(100 * time.Millisecond)
 	b.StartTimer()
-}
-
-func startPod(ctx context.Context, b *testing.B, d *testutil.Daemon, image string, i int) string {
-	b.Helper()
-	pod := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "bench", Namespace: "bench", Uid: fmt.Sprintf("bench-%d", i)},
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{
-				Network: runtimeapi.NamespaceMode_NODE,
-				Pid:     runtimeapi.NamespaceMode_CONTAINER,
-			},
-		}},
-	}
-	sb, err := d.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pod})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctr, err := d.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId:  sb.PodSandboxId,
-		SandboxConfig: pod,
-		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
-			Image:    &runtimeapi.ImageSpec{Image: image},
-			Command:  []string{"sleep", "3600"},
-			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_NODE,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-				},
-			}},
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := d.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
-		b.Fatal(err)
-	}
-	return sb.PodSandboxId
 }
 
 // runcBundle writes an OCI bundle whose rootfs is the image's unpacked
