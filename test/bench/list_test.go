@@ -19,57 +19,49 @@ const listContainers = 1000
 
 // BenchmarkListContainers measures, alternately in each iteration, an
 // unfiltered ListContainers and a StreamContainers (KEP-5825) over the
-// same 1,000 created containers in 50 pods, and reports the median and
-// p99 of each and the ratio of the medians. The containers are created,
-// not started: listing reads the same records either way.
+// same 1,000 created containers in 50 pods, and, when the baseline
+// containerd runs, its ListContainers over 1,000 containers made the same
+// way (containerd 1.6 has no StreamContainers). It reports the median and
+// p99 of each, then the wall time of stopping and removing the 50 pods on
+// each side, and each side's resident memory (crib's daemon; containerd
+// and its shims) before the containers were made and after they were
+// removed. The containers are created, not started: listing reads the
+// same records either way.
 func BenchmarkListContainers(b *testing.B) {
-	img := testutil.Busybox(b)
+	testutil.RequiresRoot(b)
+	requireRegistry(b)
+	img := registryBusybox
 	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
 	ctx := context.Background()
-	settle(b)
-	idleRSS := rssMiB(b, d.Pid())
-	const pods = 50
-	var podIDs []string
-	for p := range pods {
-		cfg := &runtimeapi.PodSandboxConfig{
-			Metadata:     &runtimeapi.PodSandboxMetadata{Name: fmt.Sprintf("list-%d", p), Namespace: "bench", Uid: fmt.Sprintf("list-uid-%d", p)},
-			LogDirectory: b.TempDir(),
-			Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
-			}},
-		}
-		pod, err := d.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		podIDs = append(podIDs, pod.PodSandboxId)
-		for c := range listContainers / pods {
-			_, err := d.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-				PodSandboxId: pod.PodSandboxId, SandboxConfig: cfg,
-				Config: &runtimeapi.ContainerConfig{
-					Metadata: &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("c%d", c)},
-					Image:    &runtimeapi.ImageSpec{Image: img.Ref},
-					Command:  []string{"true"},
-					LogPath:  fmt.Sprintf("c%d.log", c),
-					Labels:   map[string]string{"io.kubernetes.container.name": fmt.Sprintf("c%d", c), "io.kubernetes.pod.name": cfg.Metadata.Name},
-				},
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+	ctrd := dialBaseline(b)
+	if ctrd != nil {
+		ctrd.pull(ctx, b, img.Ref)
 	}
-	var listTimes, streamTimes []time.Duration
+	settle(b)
+	cribIdle := rssMiB(b, d.Pid())
+	cribPods := makeContainers(ctx, b, d.Runtime, img.Ref)
+	var ctrdIdle float64
+	var ctrdPods []string
+	if ctrd != nil {
+		ctrdIdle = ctrd.rssMiB(b)
+		ctrdPods = makeContainers(ctx, b, ctrd.Runtime, img.Ref)
+	}
+
+	list := func(rt runtimeapi.RuntimeServiceClient) time.Duration {
+		start := time.Now()
+		resp, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+		took := time.Since(start)
+		if err != nil || len(resp.Containers) != listContainers {
+			b.Fatalf("ListContainers: %d containers, %v", len(resp.GetContainers()), err)
+		}
+		return took
+	}
+	var listTimes, streamTimes, ctrdTimes []time.Duration
 	b.ResetTimer()
 	for range b.N {
-		start := time.Now()
-		list, err := d.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-		listTimes = append(listTimes, time.Since(start))
-		if err != nil || len(list.Containers) != listContainers {
-			b.Fatalf("ListContainers: %d containers, %v", len(list.GetContainers()), err)
-		}
+		listTimes = append(listTimes, list(d.Runtime))
 
-		start = time.Now()
+		start := time.Now()
 		stream, err := d.Runtime.StreamContainers(ctx, &runtimeapi.StreamContainersRequest{})
 		if err != nil {
 			b.Fatal(err)
@@ -89,6 +81,10 @@ func BenchmarkListContainers(b *testing.B) {
 		if n != listContainers {
 			b.Fatalf("StreamContainers: %d containers", n)
 		}
+
+		if ctrd != nil {
+			ctrdTimes = append(ctrdTimes, list(ctrd.Runtime))
+		}
 	}
 	b.StopTimer()
 	listMed, streamMed := median(listTimes), median(streamTimes)
@@ -97,24 +93,79 @@ func BenchmarkListContainers(b *testing.B) {
 	b.ReportMetric(float64(streamMed.Microseconds()), "stream-median-µs")
 	b.ReportMetric(float64(quantile(streamTimes, 0.99).Microseconds()), "stream-p99-µs")
 	b.ReportMetric(float64(streamMed)/float64(listMed), "stream/list")
+	if ctrd != nil {
+		b.ReportMetric(float64(median(ctrdTimes).Microseconds()), "containerd-list-median-µs")
+		b.ReportMetric(float64(quantile(ctrdTimes, 0.99).Microseconds()), "containerd-list-p99-µs")
+	}
 
 	// The pods go here rather than in the harness's cleanup, whose
 	// deadline is sized for a test's few pods; the wall time is reported.
-	teardown, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	start := time.Now()
-	for _, id := range podIDs {
-		if _, err := d.Runtime.StopPodSandbox(teardown, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+	settle(b)
+	cribTeardown := removePods(ctx, b, d.Runtime, cribPods)
+	b.ReportMetric(cribTeardown.Seconds(), "teardown-s")
+	if ctrd != nil {
+		settle(b)
+		ctrdTeardown := removePods(ctx, b, ctrd.Runtime, ctrdPods)
+		b.ReportMetric(ctrdTeardown.Seconds(), "containerd-teardown-s")
+	}
+	settle(b)
+	b.ReportMetric(cribIdle, "daemon-idle-RSS-MiB")
+	b.ReportMetric(rssMiB(b, d.Pid()), "daemon-after-RSS-MiB")
+	if ctrd != nil {
+		b.ReportMetric(ctrdIdle, "containerd-idle-RSS-MiB")
+		b.ReportMetric(ctrd.rssMiB(b), "containerd-after-RSS-MiB")
+	}
+}
+
+// makeContainers runs 50 host-network pods and creates 1,000 containers in
+// them, and returns the pods' ids.
+func makeContainers(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, image string) []string {
+	b.Helper()
+	const pods = 50
+	var podIDs []string
+	for p := range pods {
+		cfg := &runtimeapi.PodSandboxConfig{
+			Metadata:     &runtimeapi.PodSandboxMetadata{Name: fmt.Sprintf("list-%d", p), Namespace: "bench", Uid: fmt.Sprintf("list-uid-%d", p)},
+			LogDirectory: b.TempDir(),
+			Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			}},
+		}
+		pod, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := d.Runtime.RemovePodSandbox(teardown, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
-			b.Fatal(err)
+		podIDs = append(podIDs, pod.PodSandboxId)
+		for c := range listContainers / pods {
+			_, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+				PodSandboxId: pod.PodSandboxId, SandboxConfig: cfg,
+				Config: &runtimeapi.ContainerConfig{
+					Metadata: &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("c%d", c)},
+					Image:    &runtimeapi.ImageSpec{Image: image},
+					Command:  []string{"true"},
+					LogPath:  fmt.Sprintf("c%d.log", c),
+					Labels:   map[string]string{"io.kubernetes.container.name": fmt.Sprintf("c%d", c), "io.kubernetes.pod.name": cfg.Metadata.Name},
+				},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	b.ReportMetric(time.Since(start).Seconds(), "teardown-s")
-	settle(b)
-	b.ReportMetric(idleRSS, "daemon-idle-RSS-MiB")
-	b.ReportMetric(rssMiB(b, d.Pid()), "daemon-after-RSS-MiB")
+	return podIDs
+}
+
+// removePods stops and removes the pods one after another and returns the
+// wall time.
+func removePods(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, ids []string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	for _, id := range ids {
+		removePod(ctx, b, rt, id)
+	}
+	return time.Since(start)
 }
 
 // quantile is the q-th quantile of ds, by nearest rank.
