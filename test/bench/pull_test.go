@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,8 +18,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/testutil"
@@ -29,8 +30,9 @@ const (
 
 // pushRandomImage pushes a new image of random layers to the loopback
 // registry under a registry.k8s.io name that crib and the baseline
-// containerd both mirror there, and returns that name.
-func pushRandomImage(b *testing.B, i int) string {
+// containerd both mirror there, and returns that name and the name of the
+// same image in the loopback registry itself.
+func pushRandomImage(b *testing.B, i int) (mirrored string, direct name.Reference) {
 	b.Helper()
 	var layers []v1.Layer
 	for l := 0; l < pullLayers; l++ {
@@ -52,36 +54,28 @@ func pushRandomImage(b *testing.B, i int) string {
 	if err := remote.Write(ref, img); err != nil {
 		b.Fatalf("push %s: %v", ref, err)
 	}
-	return "registry.k8s.io/crib-bench/pull:" + tag
+	return "registry.k8s.io/crib-bench/pull:" + tag, ref
 }
 
 // BenchmarkPullImage measures PullImage over the CRI of a new 3-layer
-// ~51 MiB image from the loopback registry, by crib and, in the same
+// ~51 MiB image from the loopback registry by crib and, in the same
 // iteration, by the baseline containerd of ../shared/conformance (each
-// pull is of an image neither has seen), and reports both throughputs and
-// their ratio.
+// pull is of an image neither has seen), and the floor: the same image
+// fetched in process by go-containerregistry's remote.Image, its layers
+// one after another decompressed and untarred into a directory on the
+// same file system as crib's store. It reports the three throughputs and
+// crib's against each.
 func BenchmarkPullImage(b *testing.B) {
 	testutil.RequiresRoot(b)
-	if conn, err := net.DialTimeout("tcp", "127.0.0.1:5000", time.Second); err != nil {
-		b.Skip("the loopback registry is not up (../shared/conformance/images.sh)")
-	} else {
-		conn.Close()
-	}
+	requireRegistry(b)
 	d := testutil.StartDaemon(b, testutil.Options{
 		LogLevel:   "warn",
 		Registries: map[string][]string{"registry.k8s.io": {testutil.LoopbackRegistry}},
 	})
 	ctx := context.Background()
 	var ctrd runtimeapi.ImageServiceClient
-	if _, err := os.Stat(containerdEndpoint()); err == nil {
-		conn, err := grpc.NewClient("unix://"+containerdEndpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		ctrd = runtimeapi.NewImageServiceClient(conn)
-	} else {
-		b.Logf("no baseline containerd at %s: crib only", containerdEndpoint())
+	if c := dialBaseline(b); c != nil {
+		ctrd = c.Images
 	}
 
 	pull := func(images runtimeapi.ImageServiceClient, ref string) time.Duration {
@@ -97,11 +91,11 @@ func BenchmarkPullImage(b *testing.B) {
 		b.StartTimer()
 		return took
 	}
-	var cribTime, ctrdTime time.Duration
+	var cribTime, ctrdTime, floorTime time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		ref := pushRandomImage(b, i)
+		ref, direct := pushRandomImage(b, i)
 		settle(b)
 		b.StartTimer()
 		cribTime += pull(d.Images, ref)
@@ -109,12 +103,93 @@ func BenchmarkPullImage(b *testing.B) {
 			settle(b)
 			ctrdTime += pull(ctrd, ref)
 		}
+		settle(b)
+		floorTime += pullFloor(b, direct, d.Dir)
 	}
 	b.StopTimer()
 	mb := float64(pullLayers*pullLayerBytes) / 1e6 * float64(b.N)
 	b.ReportMetric(mb/cribTime.Seconds(), "crib-MB/s")
+	b.ReportMetric(mb/floorTime.Seconds(), "floor-MB/s")
+	b.ReportMetric(floorTime.Seconds()/cribTime.Seconds(), "crib/floor")
 	if ctrd != nil {
 		b.ReportMetric(mb/ctrdTime.Seconds(), "containerd-MB/s")
 		b.ReportMetric(ctrdTime.Seconds()/cribTime.Seconds(), "crib/containerd")
+	}
+}
+
+// pullFloor fetches ref with remote.Image and untars its layers, one after
+// another, into a new directory under dir, and returns how long that took;
+// the directory is removed untimed.
+func pullFloor(b *testing.B, ref name.Reference, dir string) time.Duration {
+	b.Helper()
+	dst, err := os.MkdirTemp(dir, "pull-floor-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	img, err := remote.Image(ref)
+	if err != nil {
+		b.Fatalf("floor: fetch %s: %v", ref, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = untar(dst, rc)
+		rc.Close()
+		if err != nil {
+			b.Fatalf("floor: untar a layer of %s: %v", ref, err)
+		}
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	if err := os.RemoveAll(dst); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	return took
+}
+
+// untar extracts the benchmark's own layers (directories and regular
+// files; nothing synced), as `tar -x` would.
+func untar(dir string, r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: unexpected entry type %c", h.Name, h.Typeflag)
+		}
 	}
 }
