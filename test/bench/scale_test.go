@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
+)
+
+const (
+	// scalePods is how many one-container pods BenchmarkScale runs at once.
+	scalePods = 1000
+	// scaleWorkers start and remove them, as many at a time.
+	scaleWorkers = 8
+)
+
+// BenchmarkScale runs 1,000 host-network pods of one sleeping busybox each
+// on crib, 8 at a time, then stops and removes them 8 at a time; then the
+// same on the baseline containerd when it runs. It reports each side's
+// wall time of both, the runtime's memory per pod while the pods run (PSS
+// of crib's daemon and monitors, or of containerd and its shims, over the
+// pods), and the resident memory of crib's daemon (or of containerd) idle
+// and after the pods are gone. It takes minutes (containerd's side the
+// most): scripts/bench.sh runs it with SCALE=1, once (-benchtime 1x).
+func BenchmarkScale(b *testing.B) {
+	testutil.RequiresRoot(b)
+	requireRegistry(b)
+	img := registryBusybox
+	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
+	ctx := context.Background()
+	monitor := testutil.MonitorBinary(d.Binary)
+	cribSide := scaleSide{
+		rt: d.Runtime,
+		procs: func() []int {
+			return append([]int{d.Pid()}, pidsWhere(func(exe, _ string) bool { return exe == monitor })...)
+		},
+		rss: func() float64 { return rssMiB(b, d.Pid()) },
+	}
+	var ctrdSide *scaleSide
+	if c := dialBaseline(b); c != nil {
+		c.pull(ctx, b, img.Ref)
+		removePod(ctx, b, c.Runtime, startPodWith(ctx, b, c.Runtime, img.Ref, "scale-warm", hostNetwork))
+		ctrdSide = &scaleSide{rt: c.Runtime, procs: func() []int { return c.procs(b) }, rss: func() float64 { return c.rssMiB(b) }}
+	}
+
+	var crib, ctrd scaleFigures
+	b.ResetTimer()
+	for range b.N {
+		crib.add(cribSide.measure(ctx, b, img.Ref))
+		if ctrdSide != nil {
+			ctrd.add(ctrdSide.measure(ctx, b, img.Ref))
+		}
+	}
+	b.StopTimer()
+	crib.report(b, "crib", float64(b.N))
+	if ctrdSide != nil {
+		ctrd.report(b, "containerd", float64(b.N))
+		b.ReportMetric(crib.start.Seconds()/ctrd.start.Seconds(), "start-crib/containerd")
+		b.ReportMetric(crib.teardown.Seconds()/ctrd.teardown.Seconds(), "teardown-crib/containerd")
+		b.ReportMetric(crib.perPod/ctrd.perPod, "memory-crib/containerd")
+	}
+}
+
+// scaleSide is one runtime of BenchmarkScale: its CRI, the processes whose
+// memory it is charged with, and its daemon's resident memory.
+type scaleSide struct {
+	rt    runtimeapi.RuntimeServiceClient
+	procs func() []int
+	rss   func() float64
+}
+
+// scaleFigures are what one side measured, summed over iterations.
+type scaleFigures struct {
+	start, teardown        time.Duration
+	perPod, idle, afterRSS float64
+}
+
+func (f *scaleFigures) add(g scaleFigures) {
+	f.start += g.start
+	f.teardown += g.teardown
+	f.perPod += g.perPod
+	f.idle += g.idle
+	f.afterRSS += g.afterRSS
+}
+
+func (f *scaleFigures) report(b *testing.B, side string, n float64) {
+	b.ReportMetric(f.start.Seconds()/n, side+"-start-s")
+	b.ReportMetric(f.teardown.Seconds()/n, side+"-teardown-s")
+	b.ReportMetric(f.perPod/n, side+"-MiB/pod")
+	b.ReportMetric(f.idle/n, side+"-idle-RSS-MiB")
+	b.ReportMetric(f.afterRSS/n, side+"-after-RSS-MiB")
+}
+
+func (s scaleSide) measure(ctx context.Context, b *testing.B, image string) scaleFigures {
+	b.Helper()
+	settle(b)
+	var f scaleFigures
+	f.idle = s.rss()
+	ids := make([]string, scalePods)
+	start := time.Now()
+	err := eachAtOnce(scalePods, func(i int) error {
+		pod, ctr := podConfigs(image, fmt.Sprintf("scale-%d", i), hostNetwork)
+		id, err := runPod(ctx, s.rt, pod, ctr)
+		ids[i] = id
+		return err
+	})
+	f.start = time.Since(start)
+	if err != nil {
+		// containerd's pods have no harness to remove them.
+		for _, id := range ids {
+			if id != "" {
+				_ = stopAndRemove(ctx, s.rt, id)
+			}
+		}
+		b.Fatal(err)
+	}
+	settle(b)
+	f.perPod = pssMiB(b, s.procs()) / scalePods
+	start = time.Now()
+	if err := eachAtOnce(scalePods, func(i int) error { return stopAndRemove(ctx, s.rt, ids[i]) }); err != nil {
+		b.Fatal(err)
+	}
+	f.teardown = time.Since(start)
+	settle(b)
+	f.afterRSS = s.rss()
+	return f
+}
+
+// eachAtOnce calls do(0) ... do(n-1) from scaleWorkers goroutines and
+// returns the first error; after one, the workers take no new index.
+func eachAtOnce(n int, do func(i int) error) error {
+	next := make(chan int)
+	var mu sync.Mutex
+	var first error
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return first != nil }
+	var wg sync.WaitGroup
+	for range scaleWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := do(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && !failed(); i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
