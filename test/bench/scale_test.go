@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,14 +14,24 @@ import (
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
-const (
-	// scalePods is how many one-container pods BenchmarkScale runs at once.
-	scalePods = 1000
-	// scaleWorkers start and remove them, as many at a time.
-	scaleWorkers = 8
-)
+// scaleWorkers start and remove BenchmarkScale's pods, as many at a time.
+const scaleWorkers = 8
 
-// BenchmarkScale runs 1,000 host-network pods of one sleeping busybox each
+// scalePods is how many one-container pods BenchmarkScale runs at once:
+// 1,000, or CRIB_BENCH_SCALE_PODS.
+func scalePods(b *testing.B) int {
+	s := os.Getenv("CRIB_BENCH_SCALE_PODS")
+	if s == "" {
+		return 1000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("CRIB_BENCH_SCALE_PODS=%q: want a number of pods", s)
+	}
+	return n
+}
+
+// BenchmarkScale runs 1,000 (CRIB_BENCH_SCALE_PODS) host-network pods of one sleeping busybox each
 // on crib, 8 at a time, then stops and removes them 8 at a time; then the
 // same on the baseline containerd when it runs. It reports each side's
 // wall time of both, the runtime's memory per pod while the pods run (PSS
@@ -48,12 +60,13 @@ func BenchmarkScale(b *testing.B) {
 		ctrdSide = &scaleSide{rt: c.Runtime, procs: func() []int { return c.procs(b) }, rss: func() float64 { return c.rssMiB(b) }}
 	}
 
+	pods := scalePods(b)
 	var crib, ctrd scaleFigures
 	b.ResetTimer()
 	for range b.N {
-		crib.add(cribSide.measure(ctx, b, img.Ref))
+		crib.add(cribSide.measure(ctx, b, img.Ref, pods))
 		if ctrdSide != nil {
-			ctrd.add(ctrdSide.measure(ctx, b, img.Ref))
+			ctrd.add(ctrdSide.measure(ctx, b, img.Ref, pods))
 		}
 	}
 	b.StopTimer()
@@ -96,14 +109,14 @@ func (f *scaleFigures) report(b *testing.B, side string, n float64) {
 	b.ReportMetric(f.afterRSS/n, side+"-after-RSS-MiB")
 }
 
-func (s scaleSide) measure(ctx context.Context, b *testing.B, image string) scaleFigures {
+func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods int) scaleFigures {
 	b.Helper()
 	settle(b)
 	var f scaleFigures
 	f.idle = s.rss()
-	ids := make([]string, scalePods)
+	ids := make([]string, pods)
 	start := time.Now()
-	err := eachAtOnce(scalePods, func(i int) error {
+	err := eachAtOnce(pods, func(i int) error {
 		pod, ctr := podConfigs(image, fmt.Sprintf("scale-%d", i), hostNetwork)
 		id, err := runPod(ctx, s.rt, pod, ctr)
 		ids[i] = id
@@ -120,9 +133,9 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string) scal
 		b.Fatal(err)
 	}
 	settle(b)
-	f.perPod = pssMiB(b, s.procs()) / scalePods
+	f.perPod = pssMiB(b, s.procs()) / float64(pods)
 	start = time.Now()
-	if err := eachAtOnce(scalePods, func(i int) error { return stopAndRemove(ctx, s.rt, ids[i]) }); err != nil {
+	if err := eachAtOnce(pods, func(i int) error { return stopAndRemove(ctx, s.rt, ids[i]) }); err != nil {
 		b.Fatal(err)
 	}
 	f.teardown = time.Since(start)
