@@ -80,4 +80,5 @@ CRIB_LOAD_DURATION=${LOAD_DURATION:-2m} go test -count=1 -v -run '^TestLoad$' ./
 echo
 echo "Issue #15's figures (median of COUNT=${COUNT:-1} runs; ratio = crib / baseline, lower is better for times and memory, higher for rates):"
 go run ./scripts/bench-summary <"$out"
+echo "bench.sh took ${SECONDS} s"
 [ "$failed" = 0 ] || { echo "bench.sh: a benchmark failed (above)" >&2; exit 1; }
