@@ -21,7 +21,8 @@
 #     log writer in process (file vs /dev/null);
 #   - runtime memory (PSS) per pod over 50 one-container pods;
 #   - with SCALE=1, 1,000 host-network pods 8 at a time, crib then
-#     containerd (about 8 minutes more);
+#     containerd (about 15 minutes more on a 2-core machine, most of it
+#     containerd's);
 #   - the load test: 100 clients listing while 8 workers make and delete
 #     pods for LOAD_DURATION (2m), no error and no leak.
 # Iterations: BENCHTIME (30x) and the per-benchmark variables below; COUNT
