@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -35,11 +32,11 @@ func TestMetricsAfterPullAndPodStart(t *testing.T) {
 	}
 	d := testutil.StartDaemon(t, testutil.Options{
 		Registries:  map[string][]string{"registry.k8s.io": {testutil.LoopbackRegistry}},
-		ExtraConfig: "[metrics]\naddress = \"127.0.0.1:0\"\n",
+		ExtraConfig: testutil.MetricsConfig,
 	})
 	img := testutil.TestImage{Ref: testutil.RegistryBusyboxRef}
 	e := &env{t: t, d: d, img: img}
-	url := "http://" + metricsAddress(t, d) + "/metrics"
+	url := d.MetricsURL(t)
 
 	if _, err := d.Images.PullImage(e.ctx(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img.Ref}}); err != nil {
 		t.Fatalf("pull %s: %v", img.Ref, err)
@@ -52,7 +49,7 @@ func TestMetricsAfterPullAndPodStart(t *testing.T) {
 	podID := e.runPod(pod)
 	ctr := e.run(podID, pod, e.ctrConfig("sleeper", "sleep", "3600"))
 
-	fams := scrape(t, url)
+	fams := testutil.Scrape(t, url)
 	lintFamilies(t, fams)
 	wantLabels := map[string][]string{
 		"crib_cri_request_duration_seconds":     {"code", "method"},
@@ -142,7 +139,7 @@ func TestMetricsAfterPullAndPodStart(t *testing.T) {
 	if _, err := e.rt().StopPodSandbox(e.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatal(err)
 	}
-	fams = scrape(t, url)
+	fams = testutil.Scrape(t, url)
 	for _, tt := range []struct {
 		name   string
 		labels map[string]string
@@ -160,37 +157,6 @@ func TestMetricsAfterPullAndPodStart(t *testing.T) {
 			t.Errorf("after stop: %s%v: want %s; got %v", tt.name, tt.labels, tt.want, m)
 		}
 	}
-}
-
-// metricsAddress reads where the daemon serves /metrics from its log: it
-// was configured with port 0.
-func metricsAddress(t *testing.T, d *testutil.Daemon) string {
-	t.Helper()
-	m := regexp.MustCompile(`msg="metrics are served" address=(\S+)`).FindStringSubmatch(d.ReadLog())
-	if m == nil {
-		t.Fatalf("the daemon logged no metrics address:\n%s", d.ReadLog())
-	}
-	return m[1]
-}
-
-// scrape GETs /metrics and parses it.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v\n%s", err, body)
-	}
-	return fams
 }
 
 // lintFamilies fails the test on what promlint finds in the scraped
