@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,34 +113,40 @@ func watchOOM(pid int) *oomWatch {
 	}
 	w.parent = oomFile{path: filepath.Join(filepath.Dir(filepath.Dir(w.file.path)), "memory.events"), key: "oom_kill"}
 	w.parentKills, _ = w.parent.count()
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	w.watch()
+	return w
+}
+
+// watch starts following w.file with inotify, when it can.
+func (w *oomWatch) watch() {
+	// Non-blocking, so that its reads wait in the Go runtime's poller: a
+	// blocking read would hold an OS thread of the monitor for the
+	// container's whole life.
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return w
+		return
 	}
 	if _, err := unix.InotifyAddWatch(fd, w.file.path, unix.IN_MODIFY); err != nil {
 		unix.Close(fd)
-		return w
+		return
 	}
+	events := os.NewFile(uintptr(fd), "inotify")
 	// A kill before the watch was in place is counted already.
 	if w.file.killed() {
 		w.killed.Store(true)
 	}
 	w.done = make(chan struct{})
-	go w.follow(fd)
-	return w
+	go w.follow(events)
 }
 
 // follow reads memory.events at each change until the file goes (the
 // watch is then dropped) or a kill is seen.
-func (w *oomWatch) follow(fd int) {
+func (w *oomWatch) follow(events *os.File) {
 	defer close(w.done)
-	defer unix.Close(fd)
+	defer events.Close()
 	buf := make([]byte, 4096)
 	for {
-		n, err := unix.Read(fd, buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		n, err := events.Read(buf)
 		if err != nil || n <= 0 {
 			return
 		}
