@@ -9,5 +9,6 @@
 // The package knows nothing of sandboxes or containers: callers own their
 // record types and keep the in-memory indexes of the hot path. Each Put or
 // Delete is one bbolt transaction, so a record is either wholly written or
-// not at all, whenever the process dies.
+// not at all, whenever the process dies; DeleteAll removes several records
+// in one transaction, all or none.
 package state

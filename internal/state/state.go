@@ -70,6 +70,31 @@ func (d *DB) Delete(kind, id string) error {
 	return nil
 }
 
+// DeleteAll removes the records ids of kind in one transaction, so with one
+// sync to disk: all go, or, should the process die first, none. Missing
+// records are not an error.
+func (d *DB) DeleteAll(kind string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(kind))
+		if b == nil {
+			return nil
+		}
+		for _, id := range ids {
+			if err := b.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete %d %s: %w", len(ids), kind, err)
+	}
+	return nil
+}
+
 // ForEach calls fn with every record of kind. decode unmarshals the record's
 // data into its argument after checking that the record's version is one the
 // caller accepts.

@@ -69,3 +69,27 @@ func TestPutForEachDelete(t *testing.T) {
 		t.Errorf("records after delete = %d, want 1", n)
 	}
 }
+
+func TestDeleteAll(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := db.Put("things", id, 1, rec{id, 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.DeleteAll("things", []string{"a", "c", "missing"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteAll("nothing", []string{"x"}); err != nil {
+		t.Fatalf("delete from a missing bucket: %v", err)
+	}
+	var left []string
+	_ = db.ForEach("things", []int{1}, func(id string, _ func(any) error) error { left = append(left, id); return nil })
+	if diff := cmp.Diff([]string{"b"}, left); diff != "" {
+		t.Errorf("records left (-want +got):\n%s", diff)
+	}
+}
