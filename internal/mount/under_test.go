@@ -11,10 +11,13 @@ import (
 
 func TestMountPointField(t *testing.T) {
 	for line, want := range map[string]string{
-		`36 35 98:0 /mnt1 /mnt/a\040b rw,noatime master:1 - ext3 /dev/root rw`: `/mnt/a\040b`,
-		`22 1 0:21 / /proc rw shared:12 - proc proc rw`:                        `/proc`,
-		`22 1 0:21 /`: "",
-		``:            "",
+		`device /dev/root mounted on /mnt/a\040b with fstype ext3`:         `/mnt/a\040b`,
+		`device proc mounted on /proc with fstype proc`:                    `/proc`,
+		`no device mounted on /x with fstype y`:                            `/x`,
+		`device srv:/export mounted on /nfs with fstype nfs4 statvers=1.1`: `/nfs`,
+		`	opts:	rw,vers=4.2`:  "",
+		`device a mounted on`: "",
+		``:                    "",
 	} {
 		got, ok := mountPointField([]byte(line))
 		if string(got) != want || ok != (want != "") {
