@@ -168,6 +168,12 @@ func RemoveTree(fs, rel string) error {
 	if err != nil {
 		return err
 	}
+	return h.RemoveTree(rel)
+}
+
+// RemoveTree is RemoveTree in the hierarchies h, for a caller that found
+// them once: finding them costs a look at every entry of the root.
+func (h Hierarchies) RemoveTree(rel string) error {
 	var errs []error
 	for _, root := range h.Roots {
 		top := filepath.Join(root, rel)
