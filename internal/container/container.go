@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/cdi"
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
@@ -140,6 +141,10 @@ type Manager struct {
 	// configuration reload replaces (SetRuntimes).
 	rtMu sync.RWMutex
 
+	// cgroups are the host's cgroup hierarchies, found at the first
+	// teardown that needs them: they are mounted once, at boot.
+	cgroups func() (cgroupfs.Hierarchies, error)
+
 	// closed is closed by Close, which ends the watches of monitors.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -172,7 +177,8 @@ func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
 		names: reserve.New(), byID: map[string]*entry{},
-		closed: make(chan struct{}),
+		cgroups: sync.OnceValues(func() (cgroupfs.Hierarchies, error) { return cgroupfs.Find("/sys/fs/cgroup") }),
+		closed:  make(chan struct{}),
 	}
 }
 

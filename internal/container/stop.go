@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ociruntime"
@@ -153,41 +154,75 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err := m.teardown(ctx, &c); err != nil {
 		return fmt.Errorf("remove container %s: %w", c.ID, err)
 	}
-	// Under e.record: no update is saving the record while it goes, nor
+	return m.forget([]*entry{e})
+}
+
+// forget deletes the records of torn-down containers, whose op locks the
+// caller holds, in one transaction, and then drops them from memory and
+// releases what they held.
+func (m *Manager) forget(es []*entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	// Under each e.record: no update is saving a record while it goes, nor
 	// saves it again afterwards (update finds the container unlisted).
-	e.record.Lock()
-	if err := m.db.Delete(recordKind, c.ID); err != nil {
-		e.record.Unlock()
+	ids := make([]string, len(es))
+	for i, e := range es {
+		e.record.Lock()
+		defer e.record.Unlock()
+		ids[i] = e.c.ID
+	}
+	if err := m.db.DeleteAll(recordKind, ids); err != nil {
 		return err
 	}
+	cs := make([]Container, len(es))
 	m.mu.Lock()
-	delete(m.byID, c.ID)
-	m.publish(events.Deleted, &c)
-	m.mu.Unlock()
-	e.record.Unlock()
-	m.images.Release(c.ChainIDs)
-	for _, v := range c.ImageVolumes {
-		m.images.Unhold(v.ImageID, c.ID)
+	for i, e := range es {
+		cs[i] = e.c
+		delete(m.byID, e.c.ID)
+		m.publish(events.Deleted, &cs[i])
 	}
-	m.names.Release(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
-	m.log.Info("container removed", "container", c.ID)
+	m.mu.Unlock()
+	for _, c := range cs {
+		m.images.Release(c.ChainIDs)
+		for _, v := range c.ImageVolumes {
+			m.images.Unhold(v.ImageID, c.ID)
+		}
+		m.names.Release(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
+		m.log.Info("container removed", "container", c.ID)
+	}
 	return nil
+}
+
+// mountDirs are where c's mounts may be: its bundle, and the runtime's
+// state directory of it, where runc leaves a bind mount of a copy of its
+// own binary when it is killed while it works on the container (delete
+// could not remove it).
+func (m *Manager) mountDirs(c *Container) []string {
+	dirs := []string{m.bundle(c.ID)}
+	if rt, err := m.runtime(c.RuntimeHandler); err == nil && rt.Root != "" {
+		dirs = append(dirs, filepath.Join(rt.Root, c.ID))
+	}
+	return dirs
 }
 
 // teardown deletes the runtime's container and every file and mount of c,
 // whatever state it got to.
 func (m *Manager) teardown(ctx context.Context, c *Container) error {
+	mounts, err := mount.Under(m.mountDirs(c)...)
+	return m.teardownWith(ctx, c, mounts, err)
+}
+
+// teardownWith is teardown with the mount points under c's mountDirs,
+// deepest first, read after the caller took c's op lock (nothing mounts
+// there without it), or the error of that reading.
+func (m *Manager) teardownWith(ctx context.Context, c *Container, mounts []string, mountsErr error) error {
 	var errs []error
 	rt, rtErr := m.runtime(c.RuntimeHandler)
-	// The bundle's mounts, and those runc leaves in its state directory
-	// when it is killed while it works on the container (a bind mount of a
-	// copy of its own binary, which delete could not remove), from one
-	// reading of the mount table.
-	dirs := []string{m.bundle(c.ID)}
-	if rtErr == nil && rt.Root != "" {
-		dirs = append(dirs, filepath.Join(rt.Root, c.ID))
+	unmountErr := mountsErr
+	if unmountErr == nil {
+		unmountErr = unmountAll(mounts)
 	}
-	unmountErr := mount.UnmountUnder(dirs...)
 	if rtErr == nil {
 		if err := rt.Delete(ctx, c.ID, true); err != nil {
 			errs = append(errs, err)
@@ -197,7 +232,11 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 	// it (a start cut short) leaves it, perhaps with a process, and then
 	// the pod's cgroup could not go.
 	if c.CgroupsPath != "" && !strings.Contains(c.CgroupsPath, ":") {
-		if err := cgroupfs.RemoveTree("/sys/fs/cgroup", c.CgroupsPath); err != nil {
+		h, err := m.cgroups()
+		if err == nil {
+			err = h.RemoveTree(c.CgroupsPath)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -218,10 +257,23 @@ func (m *Manager) teardown(ctx context.Context, c *Container) error {
 	return errors.Join(errs...)
 }
 
+// unmountAll unmounts points, deepest first as mount.Under lists them.
+func unmountAll(points []string) error {
+	var errs []error
+	for _, p := range points {
+		if err := mount.Unmount(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // teardownConcurrency bounds how many of a pod's containers are stopped or
-// removed at once. Each is mostly the OCI runtime's own process, mounts and
-// a sync of the record, which overlap well even on a few cores.
-const teardownConcurrency = 4
+// torn down at once. Each is mostly the OCI runtime's own process and the
+// kernel's unmount and removal of its files, which wait more than they
+// compute: on 2 cores, 8 at once took a 1,000-container teardown from
+// 2.9 to 2.6 s against 4 (BenchmarkListContainers).
+const teardownConcurrency = 8
 
 // StopInSandbox stops every container of the sandbox, several at once, and
 // returns every failure.
@@ -230,39 +282,130 @@ func (m *Manager) StopInSandbox(ctx context.Context, sandboxID string, timeout t
 }
 
 // RemoveInSandbox removes every container of the sandbox, several at once,
-// and returns every failure.
+// and returns every failure. It takes all their op locks first (in id
+// order, so that two removals of one pod cannot deadlock), so that one
+// reading of the mount table serves them all: the kernel writes out every
+// mount of the node for each reading, a few milliseconds at a thousand
+// containers, which read per container made a node's teardown quadratic.
+// The records of those torn down go in one transaction.
 func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
-	return m.eachInSandbox(sandboxID, func(id string) error { return m.Remove(ctx, id) })
+	ids := m.idsInSandbox(sandboxID)
+	slices.Sort(ids)
+	var locked []*entry
+	for _, id := range ids {
+		e, _, err := m.locked(id)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		defer e.op.Unlock()
+		locked = append(locked, e)
+	}
+	// A container to tear down, as it is once stopped.
+	type removal struct {
+		e *entry
+		c Container
+	}
+	var (
+		mu      sync.Mutex
+		errs    []error
+		stopped []*removal
+	)
+	eachConcurrently(locked, func(e *entry) {
+		err := m.stop(ctx, e, 0)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", e.c.ID, err))
+			return
+		}
+		c, _ := m.Get(e.c.ID)
+		stopped = append(stopped, &removal{e: e, c: c})
+	})
+	if len(stopped) == 0 {
+		return errors.Join(errs...)
+	}
+	var dirs []string
+	for _, r := range stopped {
+		dirs = append(dirs, m.mountDirs(&r.c)...)
+	}
+	mounts, mountsErr := mount.Under(dirs...)
+	var gone []*entry
+	eachConcurrently(stopped, func(r *removal) {
+		err := m.teardownWith(ctx, &r.c, mountsUnder(mounts, m.mountDirs(&r.c)), mountsErr)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", r.c.ID, err))
+			return
+		}
+		gone = append(gone, r.e)
+	})
+	// The containers are torn down, their records not yet deleted: a
+	// restart lists them, and their removal is done again.
+	if err := failpoint.Check("RemovePodSandbox/containers"); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if err := m.forget(gone); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// eachInSandbox calls fn for each container of the sandbox, at most
-// teardownConcurrency at a time, and joins what they return.
-func (m *Manager) eachInSandbox(sandboxID string, fn func(id string) error) error {
+// mountsUnder are those of points (in their order) at or below one of dirs.
+func mountsUnder(points, dirs []string) []string {
+	var out []string
+	for _, p := range points {
+		for _, d := range dirs {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// idsInSandbox lists the ids of the sandbox's containers.
+func (m *Manager) idsInSandbox(sandboxID string) []string {
 	var ids []string
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	for id, e := range m.byID {
 		if e.c.SandboxID == sandboxID {
 			ids = append(ids, id)
 		}
 	}
-	m.mu.RUnlock()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, teardownConcurrency)
-	)
-	for _, id := range ids {
+	return ids
+}
+
+// eachConcurrently calls fn for each of items, at most teardownConcurrency
+// at a time, and returns when all calls have.
+func eachConcurrently[T any](items []T, fn func(T)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, teardownConcurrency)
+	for _, it := range items {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := fn(id); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
+			fn(it)
 		})
 	}
 	wg.Wait()
+}
+
+// eachInSandbox calls fn for each container of the sandbox, at most
+// teardownConcurrency at a time, and joins what they return.
+func (m *Manager) eachInSandbox(sandboxID string, fn func(id string) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	eachConcurrently(m.idsInSandbox(sandboxID), func(id string) {
+		if err := fn(id); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
 	return errors.Join(errs...)
 }
