@@ -93,9 +93,10 @@ type listEntryCache struct {
 }
 
 type listEntry struct {
-	state runtimeapi.ContainerState
-	wire  []byte
-	seen  atomic.Uint64
+	sandboxID string
+	state     runtimeapi.ContainerState
+	wire      []byte
+	seen      atomic.Uint64
 }
 
 // seen marks id's entry, if any, as listed in generation gen.
@@ -120,10 +121,25 @@ func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerSt
 	}
 	wire := protowire.AppendTag(make([]byte, 0, len(b)+8), 1, protowire.BytesType)
 	wire = protowire.AppendBytes(wire, b)
-	e := &listEntry{state: state, wire: wire}
+	e := &listEntry{sandboxID: c.SandboxID, state: state, wire: wire}
 	e.seen.Store(gen)
 	l.byID.Store(c.ID, e)
 	return wire, nil
+}
+
+// forget drops the entry of the container id, removed: a node that lists
+// no more after a teardown would keep it until the next pruning.
+func (l *listEntryCache) forget(id string) { l.byID.Delete(id) }
+
+// forgetSandbox drops the entries of the sandbox's containers, removed
+// with it.
+func (l *listEntryCache) forgetSandbox(sandboxID string) {
+	l.byID.Range(func(id, v any) bool {
+		if v.(*listEntry).sandboxID == sandboxID {
+			l.byID.Delete(id)
+		}
+		return true
+	})
 }
 
 // prune forgets the entries whose containers the list of generation gen

@@ -12,7 +12,10 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 	if req.GetContainerId() == "" {
 		return nil, invalid("container_id is empty")
 	}
-	if err := s.containers.Remove(ctx, req.GetContainerId()); err != nil {
+	err := s.containers.Remove(ctx, req.GetContainerId())
+	// A prefix of an id leaves its entry to the next pruning.
+	s.listEntries.forget(req.GetContainerId())
+	if err != nil {
 		return nil, err
 	}
 	return &runtimeapi.RemoveContainerResponse{}, nil

@@ -18,7 +18,9 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	if err != nil {
 		return nil, err
 	}
-	if err := s.containers.RemoveInSandbox(ctx, sb.ID); err != nil {
+	err = s.containers.RemoveInSandbox(ctx, sb.ID)
+	s.listEntries.forgetSandbox(sb.ID)
+	if err != nil {
 		return nil, fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
 	}
 	if err := s.sandboxes.Remove(ctx, sb.ID); err != nil {
