@@ -15,6 +15,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/api"
 	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/reclaim"
 )
 
 // runState is a Run's: cancel ends it, done is closed when it returned.
@@ -38,6 +39,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.monitors.Warm()
+	go reclaim.Run(ctx, d.events, reclaim.FreeHeap)
 	d.serveStreaming()
 	d.serveMetrics()
 	return d.serve(ctx)
