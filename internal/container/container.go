@@ -142,8 +142,11 @@ type Manager struct {
 	rtMu sync.RWMutex
 
 	// cgroups are the host's cgroup hierarchies, found at the first
-	// teardown that needs them: they are mounted once, at boot.
-	cgroups func() (cgroupfs.Hierarchies, error)
+	// teardown that needs them (they are mounted once, at boot) and kept
+	// once found; a failure to find them is not kept, so the next
+	// teardown looks again.
+	cgroupsMu sync.Mutex
+	cgroups   *cgroupfs.Hierarchies
 
 	// closed is closed by Close, which ends the watches of monitors.
 	closed    chan struct{}
@@ -177,9 +180,22 @@ func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
 		names: reserve.New(), byID: map[string]*entry{},
-		cgroups: sync.OnceValues(func() (cgroupfs.Hierarchies, error) { return cgroupfs.Find("/sys/fs/cgroup") }),
-		closed:  make(chan struct{}),
+		closed: make(chan struct{}),
 	}
+}
+
+// hierarchies are the host's cgroup hierarchies: found once, then kept.
+func (m *Manager) hierarchies() (cgroupfs.Hierarchies, error) {
+	m.cgroupsMu.Lock()
+	defer m.cgroupsMu.Unlock()
+	if m.cgroups == nil {
+		h, err := cgroupfs.Find("/sys/fs/cgroup")
+		if err != nil {
+			return cgroupfs.Hierarchies{}, err
+		}
+		m.cgroups = &h
+	}
+	return *m.cgroups, nil
 }
 
 // Close stops watching the containers' monitors, so that nothing records

@@ -164,15 +164,22 @@ func (m *Manager) forget(es []*entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	// Under each e.record: no update is saving a record while it goes, nor
-	// saves it again afterwards (update finds the container unlisted).
+	// Under each e.record (taken in id order): no update is saving a
+	// record while it goes, nor saves it again afterwards (update finds
+	// the container unlisted).
+	es = slices.SortedFunc(slices.Values(es), func(a, b *entry) int { return strings.Compare(a.c.ID, b.c.ID) })
 	ids := make([]string, len(es))
 	for i, e := range es {
 		e.record.Lock()
-		defer e.record.Unlock()
 		ids[i] = e.c.ID
 	}
+	unlock := func() {
+		for _, e := range es {
+			e.record.Unlock()
+		}
+	}
 	if err := m.db.DeleteAll(recordKind, ids); err != nil {
+		unlock()
 		return err
 	}
 	cs := make([]Container, len(es))
@@ -183,6 +190,7 @@ func (m *Manager) forget(es []*entry) error {
 		m.publish(events.Deleted, &cs[i])
 	}
 	m.mu.Unlock()
+	unlock()
 	for _, c := range cs {
 		m.images.Release(c.ChainIDs)
 		for _, v := range c.ImageVolumes {
@@ -232,7 +240,7 @@ func (m *Manager) teardownWith(ctx context.Context, c *Container, mounts []strin
 	// it (a start cut short) leaves it, perhaps with a process, and then
 	// the pod's cgroup could not go.
 	if c.CgroupsPath != "" && !strings.Contains(c.CgroupsPath, ":") {
-		h, err := m.cgroups()
+		h, err := m.hierarchies()
 		if err == nil {
 			err = h.RemoveTree(c.CgroupsPath)
 		}
@@ -294,8 +302,11 @@ func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
 	var locked []*entry
 	for _, id := range ids {
 		e, _, err := m.locked(id)
-		if err != nil {
+		if errdefs.IsNotFound(err) {
 			continue // removed meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("remove container %s: %w", id, err)
 		}
 		defer e.op.Unlock()
 		locked = append(locked, e)
