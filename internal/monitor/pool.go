@@ -50,7 +50,7 @@ func (p *Pool) Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 		if _, err := m.conn.Write(append(msg, '\n')); err != nil {
 			// The idle monitor died (killed by someone): use another.
 			m.conn.Close()
-			_ = m.cmd.Process.Kill()
+			m.kill()
 			if pooled {
 				continue
 			}

@@ -65,9 +65,24 @@ func Start(ctx context.Context, cfg StartConfig) (Handle, error) {
 // process is a monitor process as the daemon sees it: conn is the daemon's
 // end of its sync pipe or connection; done closes once it is reaped.
 type process struct {
-	cmd  *exec.Cmd
+	cmd *exec.Cmd
+	// pid is cmd.Process.Pid, read once at the start: the reaper releases
+	// cmd.Process, which then says -1.
+	pid  int
 	conn *os.File
 	done chan struct{}
+}
+
+// kill kills the monitor and its process group (the runtime's create is in
+// it), unless it was reaped already, when its pid may be another
+// process's by now.
+func (p *process) kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
 }
 
 // spawn starts self with args in its own session, childEnd as its fd 3 and
@@ -91,7 +106,7 @@ func spawn(self string, args []string, stderr, childEnd, conn *os.File) (*proces
 		conn.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, conn: conn, done: make(chan struct{})}
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, conn: conn, done: make(chan struct{})}
 	reapInBackground(cmd, p.done)
 	return p, nil
 }
@@ -146,10 +161,7 @@ func (p *process) await(ctx context.Context, cfg StartConfig) (Handle, error) {
 	select {
 	case res = <-results:
 	case <-ctx.Done():
-		// The monitor leads its own process group; the runtime's create
-		// is in it too.
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		_ = p.cmd.Process.Kill()
+		p.kill()
 		<-p.done
 		return Handle{}, fmt.Errorf("start monitor for %s: %w", cfg.ID, ctx.Err())
 	}
@@ -160,7 +172,7 @@ func (p *process) await(ctx context.Context, cfg StartConfig) (Handle, error) {
 		}
 		return Handle{}, startError(cfg.ID, res.Error)
 	}
-	return Handle{ContainerPid: res.Pid, MonitorPid: p.cmd.Process.Pid}, nil
+	return Handle{ContainerPid: res.Pid, MonitorPid: p.pid}, nil
 }
 
 // reap waits for a failed monitor to exit, killing it if it lingers.
@@ -168,7 +180,7 @@ func (p *process) reap() {
 	select {
 	case <-p.done:
 	case <-time.After(reapTimeout):
-		_ = p.cmd.Process.Kill()
+		p.kill()
 		<-p.done
 	}
 }
