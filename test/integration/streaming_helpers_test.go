@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,42 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 }
 
 // countDir is the number of entries of a /proc directory, -1 on error.
+// fdTargets says what each descriptor in a /proc/PID/fd directory is, as
+// the links read ("socket:[123]", "/dev/null"), counted by kind.
+func fdTargets(fdDir string) string {
+	entries, err := os.ReadDir(fdDir)
+	if err != nil {
+		return err.Error()
+	}
+	kinds := map[string]int{}
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(fdDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if kind, _, ok := strings.Cut(target, ":["); ok && (kind == "socket" || kind == "pipe") {
+			target = kind // kinds, not instances
+		}
+		kinds[target]++
+	}
+	return fmt.Sprint(kinds)
+}
+
+// sockets lists the sockets of process pid as ss(8) shows them.
+func sockets(pid int) string {
+	out, err := exec.Command("ss", "-axtnp").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("ss: %v", err)
+	}
+	var mine []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, fmt.Sprintf("pid=%d,", pid)) {
+			mine = append(mine, line)
+		}
+	}
+	return strings.Join(mine, "\n")
+}
+
 func countDir(path string) int {
 	entries, err := os.ReadDir(path)
 	if err != nil {

@@ -93,6 +93,7 @@ func TestStreamingExecLeaks(t *testing.T) {
 	run(40)
 	settled()
 	fds0, threads0 := countDir(fdDir), countDir(taskDir)
+	fdsBefore := fdTargets(fdDir)
 
 	n := leakSessions()
 	start := time.Now()
@@ -100,10 +101,15 @@ func TestStreamingExecLeaks(t *testing.T) {
 	t.Logf("%d exec sessions in %s", n, time.Since(start))
 	settled()
 	var fds, threads int
-	eventually(t, 30*time.Second, "the daemon's descriptors and threads to settle", func() bool {
+	settle, cancel := context.WithTimeout(context.Background(), testutil.Patience(30*time.Second))
+	defer cancel()
+	if err := waitFor(settle, func() bool {
 		fds, threads = countDir(fdDir), countDir(taskDir)
 		return fds <= fds0+2 && threads <= threads0+4
-	})
+	}); err != nil {
+		t.Fatalf("the daemon's descriptors (%d -> %d) or threads (%d -> %d) did not come back; its descriptors before: %s; now: %s",
+			fds0, fds, threads0, threads, fdsBefore, fdTargets(fdDir)+"\n"+sockets(pid))
+	}
 	t.Logf("daemon descriptors %d -> %d, threads %d -> %d", fds0, fds, threads0, threads)
 	if left := execLeftovers(e.exec(id, "ps", "-o", "args").Stdout); len(left) != 0 {
 		t.Errorf("exec'd processes left in the container: %q", left)
