@@ -264,26 +264,65 @@ func (m *Manager) List() []Container {
 func (m *Manager) update(e *entry, fn func(c *Container)) error {
 	e.record.Lock()
 	defer e.record.Unlock()
+	next, prev, err := m.next(e, fn)
+	if err != nil {
+		return err
+	}
+	if err := m.save(&next); err != nil {
+		return err
+	}
+	m.show(e, next, prev)
+	return nil
+}
+
+// updateBehind is update for a change that a restart finds out by itself
+// should the daemon die before the record is written: it shows the
+// result to readers at once and writes the record in the background,
+// still under the record lock, so that the container's next update or its
+// removal waits for it and the records reach the database in order. A
+// record that cannot be written is logged: the restart finds out.
+func (m *Manager) updateBehind(e *entry, fn func(c *Container)) error {
+	e.record.Lock()
+	next, prev, err := m.next(e, fn)
+	if err != nil {
+		e.record.Unlock()
+		return err
+	}
+	m.show(e, next, prev)
+	go func() {
+		defer e.record.Unlock()
+		if err := m.save(&next); err != nil {
+			m.log.Error("record container", "container", next.ID, "state", next.State, "err", err)
+		}
+	}()
+	return nil
+}
+
+// next is the container as fn changes it, and its state before, with the
+// transition checked; the caller holds e.record.
+func (m *Manager) next(e *entry, fn func(c *Container)) (Container, State, error) {
 	m.mu.RLock()
 	removed := m.byID[e.c.ID] != e
 	next := e.c
 	m.mu.RUnlock()
 	if removed {
 		// Its record must not come back.
-		return fmt.Errorf("container %s: %w", e.c.ID, errdefs.ErrNotFound)
+		return next, next.State, fmt.Errorf("container %s: %w", e.c.ID, errdefs.ErrNotFound)
 	}
-	// Only this function writes e.c of a listed container, under
+	// Only update and updateBehind write e.c of a listed container, under
 	// e.record: it cannot change while the record is saved.
 	prev := next.State
 	fn(&next)
 	if next.State != prev {
 		if err := prev.to(next.State); err != nil {
-			return fmt.Errorf("container %s: %w", e.c.ID, err)
+			return next, prev, fmt.Errorf("container %s: %w", e.c.ID, err)
 		}
 	}
-	if err := m.save(&next); err != nil {
-		return err
-	}
+	return next, prev, nil
+}
+
+// show makes next the container readers see; the caller holds e.record.
+func (m *Manager) show(e *entry, next Container, prev State) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.c = next
@@ -292,7 +331,6 @@ func (m *Manager) update(e *entry, fn func(c *Container)) error {
 		// order of its transitions.
 		m.publish(k, &next)
 	}
-	return nil
 }
 
 // publish tells cfg.Events of a transition of c; it never blocks.

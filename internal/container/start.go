@@ -46,7 +46,10 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 		return err
 	}
 	m.cfg.Tracer.EndPod(c.SandboxID, nil)
-	err = m.update(e, func(c *Container) {
+	// The record of the start is written off the start's path: a daemon
+	// that dies before it is written finds at restart a created container
+	// whose monitor has started it, and adopts it as running (Restore).
+	err = m.updateBehind(e, func(c *Container) {
 		c.State = Running
 		c.StartedAt = started
 		c.Pid = h.ContainerPid
