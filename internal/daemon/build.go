@@ -12,6 +12,7 @@ import (
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
@@ -107,6 +108,10 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	if err != nil {
 		return err
 	}
+	// One network namespace waits ahead of need too: the kernel takes
+	// longer to make it than the rest of a pod's namespaces.
+	d.netnsSpares = netns.NewSpares(1, d.log)
+	d.opened.add("spare network namespaces", func() error { d.netnsSpares.Close(); return nil })
 	d.sandboxes = sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
 		PauseBinary:  d.monitorBin,
@@ -116,6 +121,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		Systemd:      sd,
 		Events:       d.events,
 		Tracer:       d.metrics,
+		NetNSSpares:  d.netnsSpares,
 		// The container manager knows the handlers' runtimes; it is made
 		// next, before any request.
 		UserNamespaces: func(handler string) error { return d.containers.UserNamespaces(handler) },

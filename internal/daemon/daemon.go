@@ -17,6 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/metrics"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/streaming"
@@ -45,8 +46,10 @@ type Daemon struct {
 	sandboxes  *sandbox.Manager
 	containers *container.Manager
 	monitors   *monitor.Pool
-	streams    *streaming.Server
-	server     *cri.Server
+	// netnsSpares are network namespaces made ahead of pods.
+	netnsSpares *netns.Spares
+	streams     *streaming.Server
+	server      *cri.Server
 	// events carries the managers' lifecycle events to the CRI's
 	// GetContainerEvents streams.
 	events *events.Broadcaster[events.Event]

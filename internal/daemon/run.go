@@ -39,6 +39,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.monitors.Warm()
+	d.netnsSpares.Warm()
 	go reclaim.Run(ctx, d.events, reclaim.FreeHeap)
 	d.serveStreaming()
 	d.serveMetrics()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -247,7 +248,7 @@ func (m *Manager) userNamespaceSupport(userns *netns.UserNS, handler string) err
 func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string, userns *netns.UserNS) (map[netns.Kind]string, error) {
 	req := netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname}
 	if userns == nil {
-		return netns.Pin(req)
+		return m.pin(req)
 	}
 	cmd := pause.Command(m.cfg.PauseBinary, s.ID)
 	sharedPID := s.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD
@@ -271,5 +272,33 @@ func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string,
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("read pause start time: %w", err)
 	}
+	return pinned, nil
+}
+
+// pin makes and pins req's namespaces, taking the network namespace from
+// the spares when one is ready.
+func (m *Manager) pin(req netns.Request) (map[netns.Kind]string, error) {
+	if m.cfg.NetNSSpares == nil || !slices.Contains(req.Kinds, netns.Net) {
+		return netns.Pin(req)
+	}
+	if err := os.MkdirAll(req.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pin namespaces: %w", err)
+	}
+	target := filepath.Join(req.Dir, string(netns.Net))
+	took, err := m.cfg.NetNSSpares.Take(target)
+	if err != nil {
+		m.log.Warn("take a spare network namespace; making one", "err", err)
+	}
+	if !took {
+		return netns.Pin(req)
+	}
+	rest := req
+	rest.Kinds = slices.DeleteFunc(slices.Clone(req.Kinds), func(k netns.Kind) bool { return k == netns.Net })
+	pinned, err := netns.Pin(rest)
+	if err != nil {
+		// Pin has removed req.Dir, the spare's pin with it.
+		return nil, err
+	}
+	pinned[netns.Net] = target
 	return pinned, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
+	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/reserve"
 	"github.com/crib-dev/crib/internal/state"
@@ -104,6 +105,9 @@ type Config struct {
 	Events events.Publisher
 	// Tracer, when set, is told of the phases of each pod's start.
 	Tracer Tracer
+	// NetNSSpares, when set, holds network namespaces made ahead of need,
+	// which pods on a CNI network take instead of making their own.
+	NetNSSpares *netns.Spares
 	// UserNamespaces says whether pods of a runtime handler can have user
 	// namespaces of their own: nil if so, else an error saying what is
 	// missing. Unset means never.
