@@ -33,12 +33,13 @@ func NewSpares(size int, log *slog.Logger) *Spares {
 	return &Spares{size: size, log: log}
 }
 
-// Warm makes the spares in the background.
+// Warm makes spares in the background until size are ready.
 func (s *Spares) Warm() { s.refill() }
 
-// Take pins a spare network namespace at target, which must not exist,
-// and starts making its replacement. It reports false, having made
-// nothing, when no spare is ready.
+// Take pins a spare network namespace at target, which must not exist. It
+// reports false, having made nothing, when no spare is ready. Its
+// replacement waits for Warm: making a namespace takes kernel locks that
+// the CNI plugins setting up the pod want too.
 func (s *Spares) Take(target string) (bool, error) {
 	s.mu.Lock()
 	if len(s.ready) == 0 {
@@ -48,7 +49,6 @@ func (s *Spares) Take(target string) (bool, error) {
 	ns := s.ready[0]
 	s.ready = s.ready[1:]
 	s.mu.Unlock()
-	defer s.refill()
 	defer ns.Close()
 
 	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o400)

@@ -45,7 +45,8 @@ func TestSpareIsANewNetworkNamespaceWithLoopbackUp(t *testing.T) {
 	}
 	s.Warm()
 	takeSpare(t, s, first)
-	// Take made the next one: a second pod gets its own.
+	// The next one is made again: a second pod gets its own.
+	s.Warm()
 	takeSpare(t, s, second)
 
 	runtime.LockOSThread()
@@ -83,7 +84,7 @@ func TestSparesTakeNothingOnceClosed(t *testing.T) {
 	if took, err := s.Take(target); took || err != nil {
 		t.Fatalf("Take after Close = %v, %v; want nothing", took, err)
 	}
-	// Nor does a Take start making one.
+	// Nor does Warm start making one.
 	s.Warm()
 	s.mu.Lock()
 	defer s.mu.Unlock()

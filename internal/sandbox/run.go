@@ -111,6 +111,12 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	var kinds []netns.Kind
 	if !hostNet {
 		kinds = append(kinds, netns.Net, netns.UTS)
+		if m.cfg.NetNSSpares != nil && userns == nil {
+			// The spare this pod may take is replaced once the pod is
+			// made, not alongside its CNI ADD: making a network
+			// namespace takes kernel locks the plugins want too.
+			defer m.cfg.NetNSSpares.Warm()
+		}
 	}
 	if !hostIPC {
 		kinds = append(kinds, netns.IPC)
