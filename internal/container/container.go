@@ -151,6 +151,9 @@ type Manager struct {
 	// closed is closed by Close, which ends the watches of monitors.
 	closed    chan struct{}
 	closeOnce sync.Once
+	// writesBehind are the records updateBehind is writing; Close waits
+	// for them.
+	writesBehind sync.WaitGroup
 }
 
 // entry is a container in memory with what waits on it.
@@ -203,6 +206,9 @@ func (m *Manager) hierarchies() (cgroupfs.Hierarchies, error) {
 // their monitors keep running; the next daemon's Restore adopts them.
 func (m *Manager) Close() {
 	m.closeOnce.Do(func() { close(m.closed) })
+	// The records written behind their changes reach the store before it
+	// closes, rather than being left to the next start to work out.
+	m.writesBehind.Wait()
 }
 
 func nameKey(sandboxID string, md *runtimeapi.ContainerMetadata) string {
@@ -289,7 +295,9 @@ func (m *Manager) updateBehind(e *entry, fn func(c *Container)) error {
 		return err
 	}
 	m.show(e, next, prev)
+	m.writesBehind.Add(1)
 	go func() {
+		defer m.writesBehind.Done()
 		defer e.record.Unlock()
 		if err := m.save(&next); err != nil {
 			m.log.Error("record container", "container", next.ID, "state", next.State, "err", err)

@@ -55,6 +55,13 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		return err
 	}
 
+	if !hostNet && userns == nil && m.cfg.NetNSSpares != nil {
+		// The spare this pod may take is replaced once the pod is made or
+		// its making undone, not alongside its CNI ADD or DEL: making a
+		// network namespace takes kernel locks the plugins want too.
+		// Deferred before the rollback, so that it runs after it.
+		defer m.cfg.NetNSSpares.Warm()
+	}
 	m.cfg.Tracer.BeginPod(id)
 	var rollback undo.Stack
 	defer func() {
@@ -111,12 +118,6 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	var kinds []netns.Kind
 	if !hostNet {
 		kinds = append(kinds, netns.Net, netns.UTS)
-		if m.cfg.NetNSSpares != nil && userns == nil {
-			// The spare this pod may take is replaced once the pod is
-			// made, not alongside its CNI ADD: making a network
-			// namespace takes kernel locks the plugins want too.
-			defer m.cfg.NetNSSpares.Warm()
-		}
 	}
 	if !hostIPC {
 		kinds = append(kinds, netns.IPC)
