@@ -53,12 +53,18 @@ func Listen(cfg Config, rt cristreaming.Runtime) (*Server, error) {
 	}
 	conns := &connSet{m: map[*trackedConn]struct{}{}}
 	s := &Server{lib: lib, ln: &trackingListener{Listener: ln, conns: conns}, conns: conns}
-	s.http = &http.Server{
-		Handler:           lib,
+	s.http = newHTTPServer(lib)
+	return s, nil
+}
+
+// newHTTPServer serves handler on trackedConns.
+func newHTTPServer(handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           closeHijacked(handler),
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnContext:       connContext,
+		ConnState:         connState,
 	}
-	return s, nil
 }
 
 // Addr is the address the server listens on.
@@ -100,9 +106,9 @@ func (s *Server) GetPortForward(req *runtimeapi.PortForwardRequest) (*runtimeapi
 }
 
 // connContext gives a connection's requests a context that ends when the
-// connection does. Hijacked connections (every session's) are no longer
-// watched by net/http, whose request context would otherwise outlive the
-// client.
+// connection does, and that carries the connection for closeHijacked.
+// Hijacked connections (every session's) are no longer watched by
+// net/http, whose request context would otherwise outlive the client.
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	tc, ok := c.(*trackedConn)
 	if !ok {
@@ -110,7 +116,32 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	tc.setCancel(cancel)
-	return ctx
+	return context.WithValue(ctx, connKey{}, tc)
+}
+
+// connKey is the context key of a request's trackedConn.
+type connKey struct{}
+
+// connState marks the connections a session took over.
+func connState(c net.Conn, state http.ConnState) {
+	if tc, ok := c.(*trackedConn); ok && state == http.StateHijacked {
+		tc.setHijacked()
+	}
+}
+
+// closeHijacked closes a hijacked connection once the library's handler
+// returned. The library closes a session's connection itself, except when
+// the session failed to start (the client did not create its streams in
+// time, e.g. it was killed right after the upgrade): that connection
+// would stay open, in CLOSE-WAIT once the client left, until a garbage
+// collection finalised it.
+func closeHijacked(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok && tc.isHijacked() {
+			_ = tc.Close()
+		}
+	})
 }
 
 // trackingListener wraps accepted connections in trackedConns.
@@ -135,9 +166,22 @@ type trackedConn struct {
 	net.Conn
 	set *connSet
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	ended  bool
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	ended    bool
+	hijacked bool
+}
+
+func (c *trackedConn) setHijacked() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hijacked = true
+}
+
+func (c *trackedConn) isHijacked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hijacked
 }
 
 func (c *trackedConn) setCancel(cancel context.CancelFunc) {
@@ -166,6 +210,13 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		var ne net.Error
 		if !(errors.As(err, &ne) && ne.Timeout()) {
 			c.end()
+			// A session's client is gone: close its side now. A session
+			// that has not started yet (the client left before creating
+			// its streams) would otherwise hold the connection until the
+			// library's stream creation timeout (30 s) ends its wait.
+			if c.isHijacked() {
+				_ = c.Close()
+			}
 		}
 	}
 	return n, err

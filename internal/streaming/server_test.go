@@ -2,6 +2,7 @@ package streaming
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,7 +40,7 @@ func hijackServer(t *testing.T) (*Server, <-chan struct{}) {
 	s := &Server{
 		ln:    &trackingListener{Listener: ln, conns: conns},
 		conns: conns,
-		http:  &http.Server{Handler: handler, ConnContext: connContext},
+		http:  newHTTPServer(handler),
 	}
 	go func() { _ = s.Serve() }()
 	t.Cleanup(func() { _ = s.Close() })
@@ -93,6 +94,67 @@ func TestCloseEndsSessions(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil {
 		t.Error("the client's connection is still open after Close")
+	}
+}
+
+// strandingServer is a Server over a handler that, like the library's
+// when the client creates no streams, hijacks the connection, reads it and
+// returns without closing it: at once when wait is nil, else once wait is
+// closed.
+func strandingServer(t *testing.T, wait <-chan struct{}) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		_, _ = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\n\r\n")
+		_ = buf.Flush()
+		go func() { _, _ = io.Copy(io.Discard, conn) }()
+		if wait != nil {
+			<-wait
+		}
+	})
+	conns := &connSet{m: map[*trackedConn]struct{}{}}
+	s := &Server{ln: &trackingListener{Listener: ln, conns: conns}, conns: conns, http: newHTTPServer(handler)}
+	go func() { _ = s.Serve() }()
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// serverClosed reports whether c's peer closed its side within 10 s.
+func serverClosed(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return errors.Is(err, io.EOF)
+}
+
+func TestHandlerReturnClosesHijackedConn(t *testing.T) {
+	s := strandingServer(t, nil)
+	c := upgrade(t, s)
+	defer c.Close()
+	if !serverClosed(c) {
+		t.Error("a hijacked connection its handler left open is still open")
+	}
+}
+
+func TestClientGoneClosesHijackedConn(t *testing.T) {
+	wait := make(chan struct{})
+	defer close(wait)
+	s := strandingServer(t, wait)
+	c := upgrade(t, s)
+	defer c.Close()
+	// The client's half-close is what the server sees of a client that
+	// went away; its read side stays to see the server's answer.
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !serverClosed(c) {
+		t.Error("the server kept a hijacked connection open after its client left, while its handler still ran")
 	}
 }
 
