@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/crib-dev/crib/internal/snapshot"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 const (
@@ -166,63 +166,10 @@ func benchBaseline(b *testing.B, ref name.Reference) time.Duration {
 	}
 	defer os.RemoveAll(dir)
 	start := time.Now()
-	img, err := remote.Image(ref)
-	if err != nil {
+	if err := testutil.FetchAndUntar(ref, dir); err != nil {
 		b.Fatal(err)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			b.Fatal(err)
-		}
-		err = untar(dir, rc)
-		rc.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
 	}
 	return time.Since(start)
-}
-
-// untar is a minimal extractor for the benchmark's own layers (directories
-// and regular files only, no fsync): what `tar -x` does for them.
-func untar(dir string, r io.Reader) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
-		if !strings.HasPrefix(p, dir) {
-			return fmt.Errorf("entry %q escapes", h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, os.FileMode(h.Mode)); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode))
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
 }
 
 // newBenchRegistry is the in-memory registry on loopback, for benchmarks.

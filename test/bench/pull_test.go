@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -127,24 +123,8 @@ func pullFloor(b *testing.B, ref name.Reference, dir string) time.Duration {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	img, err := remote.Image(ref)
-	if err != nil {
-		b.Fatalf("floor: fetch %s: %v", ref, err)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			b.Fatal(err)
-		}
-		err = untar(dst, rc)
-		rc.Close()
-		if err != nil {
-			b.Fatalf("floor: untar a layer of %s: %v", ref, err)
-		}
+	if err := testutil.FetchAndUntar(ref, dst); err != nil {
+		b.Fatalf("floor: %v", err)
 	}
 	took := time.Since(start)
 	b.StopTimer()
@@ -153,43 +133,4 @@ func pullFloor(b *testing.B, ref name.Reference, dir string) time.Duration {
 	}
 	b.StartTimer()
 	return took
-}
-
-// untar extracts the benchmark's own layers (directories and regular
-// files; nothing synced), as `tar -x` would.
-func untar(dir string, r io.Reader) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: unexpected entry type %c", h.Name, h.Typeflag)
-		}
-	}
 }

@@ -139,7 +139,7 @@ func busyboxImage(t *testing.T, ti testutil.TestImage) v1.Image {
 		return img
 	}
 	dir := filepath.Join(t.TempDir(), "layout")
-	if err := untar(ti.Tarball, dir); err != nil {
+	if err := testutil.UntarFile(ti.Tarball, dir); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := layout.ImageIndexFromPath(dir)

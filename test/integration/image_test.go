@@ -1,18 +1,15 @@
 package integration
 
 import (
-	"archive/tar"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // withStopSignal writes a docker-archive tarball of the test image (which
@@ -20,7 +17,7 @@ import (
 func withStopSignal(t *testing.T, ociTarball, ref, sig string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := untar(ociTarball, filepath.Join(dir, "layout")); err != nil {
+	if err := testutil.UntarFile(ociTarball, filepath.Join(dir, "layout")); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := layout.ImageIndexFromPath(filepath.Join(dir, "layout"))
@@ -54,48 +51,4 @@ func withStopSignal(t *testing.T, ociTarball, ref, sig string) string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// untar extracts the regular files and directories of a tarball.
-func untar(src, dst string) error {
-	f, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if strings.Contains(h.Name, "..") {
-			return errors.New("untar: entry " + h.Name + " leaves the directory")
-		}
-		p := filepath.Join(dst, h.Name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			out, err := os.Create(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(out, tr)
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
 }
