@@ -75,7 +75,6 @@ func idleMain() int {
 	}
 	unix.CloseOnExec(syncFd)
 	conn := os.NewFile(syncFd, "daemon")
-	warmUp()
 	var cfg StartConfig
 	if err := json.NewDecoder(conn).Decode(&cfg); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -98,16 +97,6 @@ func idleMain() int {
 		f.Close()
 	}
 	return serve(cfg, conn)
-}
-
-// warmUp does, while the monitor waits for its container, the work of a
-// start that does not depend on the container: Go's first start of a
-// child process (the runtime) probes whether pidfds work by cloning a
-// child of its own, and looking this process up makes it probe now.
-func warmUp() {
-	if p, err := os.FindProcess(os.Getpid()); err == nil {
-		_ = p.Release()
-	}
 }
 
 // serve runs the monitor of cfg's container, reporting the create result
