@@ -229,7 +229,7 @@ func (m *Manager) teardownWith(ctx context.Context, c *Container, mounts []strin
 	rt, rtErr := m.runtime(c.RuntimeHandler)
 	unmountErr := mountsErr
 	if unmountErr == nil {
-		unmountErr = unmountAll(mounts)
+		unmountErr = mount.UnmountAll(mounts)
 	}
 	if rtErr == nil {
 		if err := rt.Delete(ctx, c.ID, true); err != nil {
@@ -260,17 +260,6 @@ func (m *Manager) teardownWith(ctx context.Context, c *Container, mounts []strin
 	for _, dir := range []string{b, m.stateDir(c.ID)} {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Base(filepath.Dir(dir)), err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// unmountAll unmounts points, deepest first as mount.Under lists them.
-func unmountAll(points []string) error {
-	var errs []error
-	for _, p := range points {
-		if err := mount.Unmount(p); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -342,7 +331,7 @@ func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
 	mounts, mountsErr := mount.Under(dirs...)
 	var gone []*entry
 	eachConcurrently(stopped, func(r *removal) {
-		err := m.teardownWith(ctx, &r.c, mountsUnder(mounts, m.mountDirs(&r.c)), mountsErr)
+		err := m.teardownWith(ctx, &r.c, mount.Within(mounts, m.mountDirs(&r.c)...), mountsErr)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -360,20 +349,6 @@ func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// mountsUnder are those of points (in their order) at or below one of dirs.
-func mountsUnder(points, dirs []string) []string {
-	var out []string
-	for _, p := range points {
-		for _, d := range dirs {
-			if p == d || strings.HasPrefix(p, d+"/") {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // idsInSandbox lists the ids of the sandbox's containers.

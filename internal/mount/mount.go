@@ -107,6 +107,12 @@ func UnmountUnder(dirs ...string) error {
 	if err != nil {
 		return err
 	}
+	return UnmountAll(points)
+}
+
+// UnmountAll unmounts points in their order (Under lists them deepest
+// first), each until nothing is mounted there, and joins the failures.
+func UnmountAll(points []string) error {
 	var errs []error
 	for _, p := range points {
 		if err := Unmount(p); err != nil {
@@ -115,6 +121,25 @@ func UnmountUnder(dirs ...string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Within are those of points, in their order, at or below one of dirs: one
+// reading of Under shared by callers that each own some of its dirs.
+func Within(points []string, dirs ...string) []string {
+	var out []string
+	for _, p := range points {
+		for _, d := range dirs {
+			if isAtOrBelow(p, strings.TrimSuffix(d, "/")) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// isAtOrBelow reports whether path p is dir or below it; neither ends in a
+// slash.
+func isAtOrBelow(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // Under lists the mount points at or below each of dirs, deepest first,
 // from one reading of the mount table. It reads /proc/self/mountstats, not
@@ -146,7 +171,7 @@ func Under(dirs ...string) ([]string, error) {
 			if !bytes.HasPrefix(field, []byte(dir)) && !bytes.Contains(field, []byte{'\\'}) {
 				continue
 			}
-			if p := unescape(string(field)); p == dir || strings.HasPrefix(p, dir+"/") {
+			if p := unescape(string(field)); isAtOrBelow(p, dir) {
 				points = append(points, p)
 				break
 			}
