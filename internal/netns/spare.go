@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -61,6 +63,34 @@ func (s *Spares) Take(target string) (bool, error) {
 		return false, fmt.Errorf("pin spare network namespace: %w", err)
 	}
 	return true, nil
+}
+
+// Pin is Pin with the network namespace, when req asks for one, taken from
+// the spares if one is ready, and made as Pin makes it otherwise.
+func (s *Spares) Pin(req Request) (map[Kind]string, error) {
+	if !slices.Contains(req.Kinds, Net) {
+		return Pin(req)
+	}
+	if err := os.MkdirAll(req.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pin namespaces: %w", err)
+	}
+	target := filepath.Join(req.Dir, string(Net))
+	took, err := s.Take(target)
+	if err != nil {
+		s.log.Warn("take a spare network namespace; making one", "err", err)
+	}
+	if !took {
+		return Pin(req)
+	}
+	rest := req
+	rest.Kinds = slices.DeleteFunc(slices.Clone(req.Kinds), func(k Kind) bool { return k == Net })
+	pinned, err := Pin(rest)
+	if err != nil {
+		// Pin has removed req.Dir, the spare's pin with it.
+		return nil, err
+	}
+	pinned[Net] = target
+	return pinned, nil
 }
 
 // Close stops making spares and lets those made go.

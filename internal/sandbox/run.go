@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -283,29 +282,10 @@ func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string,
 }
 
 // pin makes and pins req's namespaces, taking the network namespace from
-// the spares when one is ready.
+// the spares when there are any.
 func (m *Manager) pin(req netns.Request) (map[netns.Kind]string, error) {
-	if m.cfg.NetNSSpares == nil || !slices.Contains(req.Kinds, netns.Net) {
+	if m.cfg.NetNSSpares == nil {
 		return netns.Pin(req)
 	}
-	if err := os.MkdirAll(req.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("pin namespaces: %w", err)
-	}
-	target := filepath.Join(req.Dir, string(netns.Net))
-	took, err := m.cfg.NetNSSpares.Take(target)
-	if err != nil {
-		m.log.Warn("take a spare network namespace; making one", "err", err)
-	}
-	if !took {
-		return netns.Pin(req)
-	}
-	rest := req
-	rest.Kinds = slices.DeleteFunc(slices.Clone(req.Kinds), func(k netns.Kind) bool { return k == netns.Net })
-	pinned, err := netns.Pin(rest)
-	if err != nil {
-		// Pin has removed req.Dir, the spare's pin with it.
-		return nil, err
-	}
-	pinned[netns.Net] = target
-	return pinned, nil
+	return m.cfg.NetNSSpares.Pin(req)
 }
