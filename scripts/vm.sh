@@ -233,10 +233,11 @@ run() {
 	: > "$work/out.log"
 	local started=$SECONDS
 	log "booting the VM (${accel[0]} ${accel[1]}, $cpus CPUs, $mem MiB)"
-	# timeout(1) bounds qemu even if this script is killed.
+	# timeout(1) bounds qemu even if this script is killed. mitigations=off: a throwaway test guest
+	# under emulation needs no Spectre defences, and its system calls are a third faster without.
 	timeout -k 30 "$timeout" qemu-system-x86_64 "${accel[@]}" -smp "$cpus" -m "$mem" \
 		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
-		-append "root=/dev/vda rw console=ttyS0 quiet systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 panic=-1 apparmor=0" \
+		-append "root=/dev/vda rw console=ttyS0 quiet systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 panic=-1 apparmor=0 mitigations=off" \
 		-drive "file=$work/disk.qcow2,format=qcow2,if=virtio,cache=unsafe,discard=unmap" \
 		-nic none -display none -monitor none -no-reboot \
 		-serial "file:$work/console.log" -serial "file:$work/out.log" \

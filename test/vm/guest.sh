@@ -45,8 +45,9 @@ failures=$logs/failures.txt
 : > "$failures"
 status=0
 # record NAME PASSED FAILED SKIPPED
+# (with the time since the suite began).
 record() {
-	results+=("$(printf '%-22s %s passed, %s failed, %s skipped' "$1:" "$2" "$3" "$4")")
+	results+=("$(printf '%-22s %s passed, %s failed, %s skipped (%s s)' "$1:" "$2" "$3" "$4" $((SECONDS - suite_start)))")
 	[ "$3" = 0 ] || status=1
 }
 
@@ -94,7 +95,7 @@ root_pkgs=$(grep -vE '^test/' "$build/packages")
 for spec in "${suites[@]}"; do
 	# NAME=PATTERN runs only the tests PATTERN matches (go test -run); CRIB_VM_RUN is the
 	# default pattern.
-	suite=${spec%%=*}
+	suite=${spec%%=*} suite_start=$SECONDS
 	pattern=${CRIB_VM_RUN:-}
 	[ "$suite" = "$spec" ] || pattern=${spec#*=}
 	case $suite in
@@ -143,6 +144,6 @@ if [ -s "$failures" ]; then
 	echo "== what failed (the whole logs come back to the host in test/vm/.build/logs)"
 	cat "$failures"
 fi
-echo "== summary (inside the VM: cgroup v2, systemd)"
+echo "== summary (inside the VM: cgroup v2, systemd; $SECONDS s)"
 printf '%s\n' "${results[@]}"
 exit $status
