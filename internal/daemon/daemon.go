@@ -57,6 +57,8 @@ type Daemon struct {
 	// metricsSrv serves them when the configuration asks for it.
 	metrics    *metrics.Metrics
 	metricsSrv *metrics.Server
+	// pullsEnded tells the reclaimer that a pull ended (pullWatch).
+	pullsEnded chan struct{}
 	// opened closes what New opened, newest first.
 	opened closers
 
@@ -86,7 +88,10 @@ func New(ctx context.Context, cfg config.Config, monitorBin string, log *slog.Lo
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, monitorBin: monitorBin, ready: make(chan struct{}), metrics: metrics.New(log)}
+	d := &Daemon{
+		cfg: cfg, log: log, monitorBin: monitorBin, ready: make(chan struct{}),
+		metrics: metrics.New(log), pullsEnded: make(chan struct{}, 1),
+	}
 	if err := d.build(ctx); err != nil {
 		if cerr := d.opened.closeAll(); cerr != nil {
 			log.Warn("close what a failed start opened", "err", cerr)

@@ -40,7 +40,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.monitors.Warm()
 	d.netnsSpares.Warm()
-	go reclaim.Run(ctx, d.events, reclaim.FreeHeap)
+	go reclaim.Run(ctx, d.events, d.pullsEnded, reclaim.FreeHeap)
 	d.serveStreaming()
 	d.serveMetrics()
 	return d.serve(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/image"
@@ -25,7 +26,7 @@ func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
 		Registries:          registries(d.cfg.Registries),
 		LayerLimits:         LayerLimits(d.cfg),
 		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
-		Pulls:               d.metrics,
+		Pulls:               pullWatch{PullRecorder: d.metrics, ended: d.pullsEnded},
 	})
 	if err != nil {
 		return nil, err
@@ -84,4 +85,19 @@ func registries(in map[string]config.Registry) map[string]image.Registry {
 		out[host] = image.Registry{Mirrors: r.Mirrors, Insecure: r.Insecure}
 	}
 	return out
+}
+
+// pullWatch passes pulls on to the metrics and tells the reclaimer when
+// one ended: a pull's buffers are worth handing back.
+type pullWatch struct {
+	image.PullRecorder
+	ended chan<- struct{}
+}
+
+func (w pullWatch) PullFinished(d time.Duration, reason string) {
+	w.PullRecorder.PullFinished(d, reason)
+	select {
+	case w.ended <- struct{}{}:
+	default: // one is due already
+	}
 }

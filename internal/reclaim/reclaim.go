@@ -1,13 +1,14 @@
-// Package reclaim hands the heap that a burst of removals freed back to
-// the kernel.
+// Package reclaim hands the heap that a burst of removals, or a pull,
+// freed back to the kernel.
 //
 // The Go runtime keeps freed heap pages and returns them only gradually
 // (its background scavenger), so after a node tore down hundreds of
 // containers the daemon would stay tens of MiB larger than it was, for
-// long minutes. Once removals pause, Run has the heap collected and every
-// free page returned (FreeHeap), once per burst: the cost, two
-// collections of the daemon's heap, is paid when the node has just gone
-// quiet.
+// long minutes, and a single image pull's buffers (HTTP, decompression,
+// tar) left it 3 MiB larger for good. Once removals and pulls pause, Run
+// has the heap collected and every free page returned (FreeHeap), once
+// per burst: the cost, two collections of the daemon's heap, is paid when
+// the node has just gone quiet.
 package reclaim
 
 import (
@@ -39,11 +40,13 @@ func FreeHeap() {
 	debug.FreeOSMemory()
 }
 
-// Run watches b for removals and calls free once at least MinRemovals
-// were seen and none came for Quiet. It returns when ctx ends or b is
-// closed.
-func Run(ctx context.Context, b *events.Broadcaster[events.Event], free func()) {
-	removed := 0
+// Run watches b for removals and pullsEnded for pulls that ended, and
+// calls free once at least MinRemovals removals or one pull were seen and
+// neither came for Quiet. It returns when ctx ends or b is closed.
+func Run(ctx context.Context, b *events.Broadcaster[events.Event], pullsEnded <-chan struct{}, free func()) {
+	// owed is what was freed since the last reclaim, in removals; a pull
+	// frees as much as a burst.
+	owed := 0
 	quiet := time.NewTimer(Quiet)
 	quiet.Stop()
 	sub := b.Subscribe()
@@ -52,25 +55,28 @@ func Run(ctx context.Context, b *events.Broadcaster[events.Event], free func()) 
 		select {
 		case <-ctx.Done():
 			return
+		case <-pullsEnded:
+			owed = max(owed, MinRemovals)
 		case e, ok := <-sub.C():
 			if !ok {
 				if !errors.Is(sub.Err(), events.ErrOverflow) {
 					return
 				}
 				// Too many events to follow: certainly a burst.
-				removed = max(removed, MinRemovals)
+				owed = max(owed, MinRemovals)
 				sub = b.Subscribe()
 			} else if e.Kind == events.Deleted {
-				removed++
+				owed++
 			} else {
 				continue
 			}
-			if removed >= MinRemovals {
-				quiet.Reset(Quiet)
-			}
 		case <-quiet.C:
 			free()
-			removed = 0
+			owed = 0
+			continue
+		}
+		if owed >= MinRemovals {
+			quiet.Reset(Quiet)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestReclaimsAfterABurstOfRemovals(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		Run(ctx, b, func() { freed <- struct{}{} })
+		Run(ctx, b, nil, func() { freed <- struct{}{} })
 	}()
 	for b.Subscribers() == 0 {
 		// Run subscribes before it reads; events published earlier
@@ -38,5 +38,28 @@ func TestReclaimsAfterABurstOfRemovals(t *testing.T) {
 	<-returned
 	if n := len(freed); n != 0 {
 		t.Errorf("free ran %d more times after one burst", n)
+	}
+}
+
+// TestReclaimsAfterAPull: one pull that ended is worth a reclaim, once,
+// however many times it was told.
+func TestReclaimsAfterAPull(t *testing.T) {
+	b := events.NewBroadcaster[events.Event](0)
+	defer b.Close()
+	freed := make(chan struct{}, 10)
+	pulls := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		Run(ctx, b, pulls, func() { freed <- struct{}{} })
+	}()
+	pulls <- struct{}{}
+	pulls <- struct{}{}
+	<-freed
+	cancel()
+	<-returned
+	if n := len(freed); n != 0 {
+		t.Errorf("free ran %d more times after two pulls in a row", n)
 	}
 }
