@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,6 +27,7 @@ const memoryPods = 50
 // divided among the processes sharing them): crib's daemon and monitors,
 // containerd and its shims. Per pod is that total over the pods; marginal
 // is its growth from no pod to 50, over 50. Each iteration measures anew.
+// The floor of a Go monitor is measured too (goFloorMiB).
 func BenchmarkMemoryPerPod(b *testing.B) {
 	testutil.RequiresRoot(b)
 	requireRegistry(b)
@@ -75,6 +78,7 @@ func BenchmarkMemoryPerPod(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(goFloorMiB(b), "go-floor-MiB/process")
 	n := float64(b.N)
 	b.ReportMetric(crib.loaded/n/memoryPods, "crib-MiB/pod")
 	b.ReportMetric((crib.loaded-crib.idle)/n/memoryPods, "crib-marginal-MiB/pod")
@@ -85,6 +89,61 @@ func BenchmarkMemoryPerPod(b *testing.B) {
 		b.ReportMetric((base.loaded-base.idle)/n/memoryPods, "containerd-marginal-MiB/pod")
 		b.ReportMetric(crib.loaded/base.loaded, "crib/containerd")
 	}
+}
+
+// goFloorSource is the least a Go process that waits can be: the
+// runtime, one goroutine blocked on a signal, nothing else.
+const goFloorSource = `package main
+
+import (
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+)
+
+func init() { runtime.MemProfileRate = 0 }
+
+func main() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM)
+	<-c
+}
+`
+
+// goFloorMiB builds goFloorSource as crib-monitor is built (static, the
+// same toolchain), runs 50 copies and returns their PSS over 50: what each
+// monitor would cost if it were a Go program doing nothing, the floor of
+// crib's marginal memory per pod while the monitor is written in Go.
+func goFloorMiB(b *testing.B) float64 {
+	b.Helper()
+	dir := b.TempDir()
+	src, bin := filepath.Join(dir, "main.go"), filepath.Join(dir, "gofloor")
+	if err := os.WriteFile(src, []byte(goFloorSource), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", bin, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build the Go floor: %v: %s", err, out)
+	}
+	var pids []int
+	defer func() {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+		}
+	}()
+	for range memoryPods {
+		cmd := exec.Command(bin)
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		pids = append(pids, cmd.Process.Pid)
+	}
+	settle(b)
+	return pssMiB(b, pids) / memoryPods
 }
 
 // pidsWhere lists the processes whose executable and command line (NULs

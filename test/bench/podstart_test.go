@@ -23,12 +23,13 @@ func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
 // container) through crib, the time of a bare `runc run -d` of the same
 // image's rootfs on runc's default spec (the floor), and, when the
 // baseline containerd runs, the same pod through containerd. It reports
-// each and the ratios; teardown is not timed.
+// each and the ratios, and where crib's time went (reportStartBreakdown);
+// teardown is not timed.
 func BenchmarkPodStart(b *testing.B) {
 	testutil.RequiresRoot(b)
 	requireRegistry(b)
 	img := registryBusybox
-	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
+	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn", ExtraConfig: testutil.MetricsConfig})
 	ctx := context.Background()
 	bundle := runcBundle(b, d, img.Ref)
 	runcRoot := b.TempDir()
@@ -91,6 +92,46 @@ func BenchmarkPodStart(b *testing.B) {
 	if ctrd != nil {
 		b.ReportMetric(float64(ctrdTotal.Microseconds())/n, "containerd-µs/pod")
 		b.ReportMetric(float64(cribTotal)/float64(ctrdTotal), "crib/containerd")
+	}
+	reportStartBreakdown(b, d)
+}
+
+// reportStartBreakdown reports where crib's pod starts went, by its own
+// metrics: the mean of each CRI call a start makes, and of each pod-start
+// phase (runtime_start is runc creating and starting the container, the
+// part the bare runc floor also pays).
+func reportStartBreakdown(b *testing.B, d *testutil.Daemon) {
+	b.Helper()
+	fams := testutil.Scrape(b, d.MetricsURL(b))
+	mean := func(family, label, value string) (float64, bool) {
+		f := fams[family]
+		if f == nil {
+			return 0, false
+		}
+		var sum float64
+		var count uint64
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetHistogram().GetSampleSum()
+					count += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		if count == 0 {
+			return 0, false
+		}
+		return sum / float64(count) * 1e6, true
+	}
+	for _, rpc := range []string{"RunPodSandbox", "CreateContainer", "StartContainer"} {
+		if v, ok := mean("crib_cri_request_duration_seconds", "method", rpc); ok {
+			b.ReportMetric(v, rpc+"-µs")
+		}
+	}
+	for _, phase := range []string{"namespaces", "image_resolve", "spec", "runtime_start"} {
+		if v, ok := mean("crib_pod_start_phase_seconds", "phase", phase); ok {
+			b.ReportMetric(v, "phase-"+phase+"-µs")
+		}
 	}
 }
 

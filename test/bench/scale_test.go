@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,7 +38,8 @@ func scalePods(b *testing.B) int {
 // wall time of both, the runtime's memory per pod while the pods run (PSS
 // of crib's daemon and monitors, or of containerd and its shims, over the
 // pods), and the resident memory of crib's daemon (or of containerd) idle
-// and after the pods are gone. It takes minutes (containerd's side the
+// and after the pods are gone; and the floor of both wall times, as many
+// bare runc containers (runcScale). It takes minutes (containerd's side the
 // most): scripts/bench.sh runs it with SCALE=1, once (-benchtime 1x).
 func BenchmarkScale(b *testing.B) {
 	testutil.RequiresRoot(b)
@@ -61,16 +63,23 @@ func BenchmarkScale(b *testing.B) {
 	}
 
 	pods := scalePods(b)
+	bundle := runcBundle(b, d, img.Ref)
 	var crib, ctrd scaleFigures
+	var runcStart, runcTeardown time.Duration
 	b.ResetTimer()
 	for range b.N {
 		crib.add(cribSide.measure(ctx, b, img.Ref, pods))
 		if ctrdSide != nil {
 			ctrd.add(ctrdSide.measure(ctx, b, img.Ref, pods))
 		}
+		start, teardown := runcScale(b, bundle, pods)
+		runcStart += start
+		runcTeardown += teardown
 	}
 	b.StopTimer()
 	crib.report(b, "crib", float64(b.N))
+	b.ReportMetric(runcStart.Seconds()/float64(b.N), "runc-start-s")
+	b.ReportMetric(runcTeardown.Seconds()/float64(b.N), "runc-teardown-s")
 	if ctrdSide != nil {
 		ctrd.report(b, "containerd", float64(b.N))
 		b.ReportMetric(crib.start.Seconds()/ctrd.start.Seconds(), "start-crib/containerd")
@@ -142,6 +151,42 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 	settle(b)
 	f.afterRSS = s.rss()
 	return f
+}
+
+// runcScale is the floor of BenchmarkScale: as many bare `runc run -d` of
+// runc's default spec as there are pods, 8 at a time, then as many `runc
+// delete --force`. It returns the wall time of each.
+func runcScale(b *testing.B, bundle string, n int) (start, teardown time.Duration) {
+	b.Helper()
+	settle(b)
+	root := b.TempDir()
+	runc := func(args ...string) error {
+		// The detached container inherits runc's stdio: a pipe would
+		// never close, so runc's errors go to a file.
+		errFile, err := os.CreateTemp(b.TempDir(), "runc-stderr")
+		if err != nil {
+			return err
+		}
+		defer errFile.Close()
+		cmd := exec.Command("runc", append([]string{"--root", root}, args...)...)
+		cmd.Stderr = errFile
+		if err := cmd.Run(); err != nil {
+			out, _ := os.ReadFile(errFile.Name())
+			return fmt.Errorf("runc %s: %v: %s", args[0], err, out)
+		}
+		return nil
+	}
+	began := time.Now()
+	err := eachAtOnce(n, func(i int) error { return runc("run", "-d", "--bundle", bundle, fmt.Sprintf("scale-%d", i)) })
+	start = time.Since(began)
+	settle(b)
+	began = time.Now()
+	derr := eachAtOnce(n, func(i int) error { return runc("delete", "--force", fmt.Sprintf("scale-%d", i)) })
+	teardown = time.Since(began)
+	if err != nil || derr != nil {
+		b.Fatalf("bare runc: %v; delete: %v", err, derr)
+	}
+	return start, teardown
 }
 
 // eachAtOnce calls do(0) ... do(n-1) from scaleWorkers goroutines and
