@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -255,12 +255,18 @@ func (m *Manager) entry(id string) (*entry, error) {
 // List returns every container, oldest first.
 func (m *Manager) List() []Container {
 	m.mu.RLock()
-	out := make([]Container, 0, len(m.byID))
+	defer m.mu.RUnlock()
+	// Sorted as pointers, then copied once: a Container is ~400 bytes,
+	// and sorting the copies moved megabytes per list of 1,000.
+	entries := make([]*entry, 0, len(m.byID))
 	for _, e := range m.byID {
-		out = append(out, e.c)
+		entries = append(entries, e)
 	}
-	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	slices.SortFunc(entries, func(a, b *entry) int { return a.c.CreatedAt.Compare(b.c.CreatedAt) })
+	out := make([]Container, len(entries))
+	for i, e := range entries {
+		out[i] = e.c
+	}
 	return out
 }
 
