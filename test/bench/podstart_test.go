@@ -131,7 +131,7 @@ func reportStartBreakdown(b *testing.B, metricsURL string) {
 		}
 	}
 	for _, phase := range []string{"namespaces", "image_resolve", "spec", "runtime_start"} {
-		if v, ok := mean("crib_pod_start_phase_seconds", "phase", phase); ok {
+		if v, ok := mean("crib_pod_start_phase_duration_seconds", "phase", phase); ok {
 			b.ReportMetric(v, "phase-"+phase+"-µs")
 		}
 	}
