@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +40,9 @@ func scalePods(b *testing.B) int {
 // of crib's daemon and monitors, or of containerd and its shims, over the
 // pods), and the resident memory of crib's daemon (or of containerd) idle
 // and after the pods are gone; and the floor of both wall times, as many
-// bare runc containers (runcScale). It takes minutes (containerd's side the
+// bare runc containers (runcScale). For each side it also reports the
+// machine's CPU time per pod while pods start and while they go, and the
+// mounts each pod adds to the host's mount namespace. It takes minutes (containerd's side the
 // most): scripts/bench.sh runs it with SCALE=1, once (-benchtime 1x).
 func BenchmarkScale(b *testing.B) {
 	testutil.RequiresRoot(b)
@@ -65,21 +68,24 @@ func BenchmarkScale(b *testing.B) {
 	pods := scalePods(b)
 	bundle := runcBundle(b, d, img.Ref)
 	var crib, ctrd scaleFigures
-	var runcStart, runcTeardown time.Duration
+	var runc scaleFigures
 	b.ResetTimer()
 	for range b.N {
 		crib.add(cribSide.measure(ctx, b, img.Ref, pods))
 		if ctrdSide != nil {
 			ctrd.add(ctrdSide.measure(ctx, b, img.Ref, pods))
 		}
-		start, teardown := runcScale(b, bundle, pods)
-		runcStart += start
-		runcTeardown += teardown
+		var f scaleFigures
+		f.start, f.teardown, f.startCPU, f.teardownCPU = runcScale(b, bundle, pods)
+		runc.add(f)
 	}
 	b.StopTimer()
 	crib.report(b, "crib", float64(b.N))
-	b.ReportMetric(runcStart.Seconds()/float64(b.N), "runc-start-s")
-	b.ReportMetric(runcTeardown.Seconds()/float64(b.N), "runc-teardown-s")
+	n := float64(b.N)
+	b.ReportMetric(runc.start.Seconds()/n, "runc-start-s")
+	b.ReportMetric(runc.teardown.Seconds()/n, "runc-teardown-s")
+	b.ReportMetric(float64(runc.startCPU.Milliseconds())/n/float64(pods), "runc-start-cpu-ms/pod")
+	b.ReportMetric(float64(runc.teardownCPU.Milliseconds())/n/float64(pods), "runc-teardown-cpu-ms/pod")
 	if ctrdSide != nil {
 		ctrd.report(b, "containerd", float64(b.N))
 		b.ReportMetric(crib.start.Seconds()/ctrd.start.Seconds(), "start-crib/containerd")
@@ -98,13 +104,16 @@ type scaleSide struct {
 
 // scaleFigures are what one side measured, summed over iterations.
 type scaleFigures struct {
-	start, teardown        time.Duration
-	perPod, idle, afterRSS float64
+	start, teardown, startCPU, teardownCPU time.Duration
+	perPod, idle, afterRSS, mounts         float64
 }
 
 func (f *scaleFigures) add(g scaleFigures) {
 	f.start += g.start
 	f.teardown += g.teardown
+	f.startCPU += g.startCPU
+	f.teardownCPU += g.teardownCPU
+	f.mounts += g.mounts
 	f.perPod += g.perPod
 	f.idle += g.idle
 	f.afterRSS += g.afterRSS
@@ -116,6 +125,10 @@ func (f *scaleFigures) report(b *testing.B, side string, n float64) {
 	b.ReportMetric(f.perPod/n, side+"-MiB/pod")
 	b.ReportMetric(f.idle/n, side+"-idle-RSS-MiB")
 	b.ReportMetric(f.afterRSS/n, side+"-after-RSS-MiB")
+	pods := float64(scalePods(b))
+	b.ReportMetric(float64(f.startCPU.Milliseconds())/n/pods, side+"-start-cpu-ms/pod")
+	b.ReportMetric(float64(f.teardownCPU.Milliseconds())/n/pods, side+"-teardown-cpu-ms/pod")
+	b.ReportMetric(f.mounts/n, side+"-host-mounts/pod")
 }
 
 func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods int) scaleFigures {
@@ -124,6 +137,8 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 	var f scaleFigures
 	f.idle = s.rss()
 	ids := make([]string, pods)
+	mounts := mountCount(b)
+	cpu := machineCPU(b)
 	start := time.Now()
 	err := eachAtOnce(pods, func(i int) error {
 		pod, ctr := podConfigs(image, fmt.Sprintf("scale-%d", i), hostNetwork)
@@ -132,6 +147,8 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 		return err
 	})
 	f.start = time.Since(start)
+	f.startCPU = machineCPU(b) - cpu
+	f.mounts = float64(mountCount(b)-mounts) / float64(pods)
 	if err != nil {
 		// containerd's pods have no harness to remove them.
 		for _, id := range ids {
@@ -143,20 +160,60 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 	}
 	settle(b)
 	f.perPod = pssMiB(b, s.procs()) / float64(pods)
+	cpu = machineCPU(b)
 	start = time.Now()
 	if err := eachAtOnce(pods, func(i int) error { return stopAndRemove(ctx, s.rt, ids[i]) }); err != nil {
 		b.Fatal(err)
 	}
 	f.teardown = time.Since(start)
+	f.teardownCPU = machineCPU(b) - cpu
 	settle(b)
 	f.afterRSS = s.rss()
 	return f
 }
 
+// machineCPU is the CPU time the whole machine has spent busy since boot
+// (user, nice, system, irq and softirq of /proc/stat): a scale run's
+// share of it tells how much work each pod took, whichever process did
+// it.
+func machineCPU(b *testing.B) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq ...
+	if len(fields) < 8 || fields[0] != "cpu" {
+		b.Fatalf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		n, err := strconv.ParseInt(fields[i], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: %q: %v", line, err)
+		}
+		ticks += n
+	}
+	// USER_HZ is 100 on every Linux architecture Go supports.
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// mountCount is how many mounts the host's mount namespace holds.
+func mountCount(b *testing.B) int {
+	b.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
 // runcScale is the floor of BenchmarkScale: as many bare `runc run -d` of
 // runc's default spec as there are pods, 8 at a time, then as many `runc
-// delete --force`. It returns the wall time of each.
-func runcScale(b *testing.B, bundle string, n int) (start, teardown time.Duration) {
+// delete --force`. It returns the wall time of each, then the machine's
+// CPU time during each.
+func runcScale(b *testing.B, bundle string, n int) (start, teardown, startCPU, teardownCPU time.Duration) {
 	b.Helper()
 	settle(b)
 	root := b.TempDir()
@@ -176,17 +233,21 @@ func runcScale(b *testing.B, bundle string, n int) (start, teardown time.Duratio
 		}
 		return nil
 	}
+	cpu := machineCPU(b)
 	began := time.Now()
 	err := eachAtOnce(n, func(i int) error { return runc("run", "-d", "--bundle", bundle, fmt.Sprintf("scale-%d", i)) })
 	start = time.Since(began)
+	startCPU = machineCPU(b) - cpu
 	settle(b)
+	cpu = machineCPU(b)
 	began = time.Now()
 	derr := eachAtOnce(n, func(i int) error { return runc("delete", "--force", fmt.Sprintf("scale-%d", i)) })
 	teardown = time.Since(began)
+	teardownCPU = machineCPU(b) - cpu
 	if err != nil || derr != nil {
 		b.Fatalf("bare runc: %v; delete: %v", err, derr)
 	}
-	return start, teardown
+	return start, teardown, startCPU, teardownCPU
 }
 
 // eachAtOnce calls do(0) ... do(n-1) from scaleWorkers goroutines and
