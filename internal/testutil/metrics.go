@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"testing"
@@ -23,6 +25,20 @@ func (d *Daemon) MetricsURL(t testing.TB) string {
 		t.Fatalf("the daemon logged no metrics address:\n%s", d.ReadLog())
 	}
 	return "http://" + m[1] + "/metrics"
+}
+
+// MetricsOnFreePort is the ExtraConfig of a daemon that serves /metrics
+// on a free loopback port chosen here, and their URL: for daemons that log
+// only warnings, whose log does not say where they serve (MetricsURL).
+func MetricsOnFreePort(t testing.TB) (config, url string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return fmt.Sprintf("[metrics]\naddress = %q\n", addr), "http://" + addr + "/metrics"
 }
 
 // Scrape GETs a Prometheus text exposition and parses it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +29,7 @@ func BenchmarkPodStart(b *testing.B) {
 	testutil.RequiresRoot(b)
 	requireRegistry(b)
 	img := registryBusybox
-	metricsCfg, metricsURL := metricsOnFreePort(b)
+	metricsCfg, metricsURL := testutil.MetricsOnFreePort(b)
 	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn", ExtraConfig: metricsCfg})
 	ctx := context.Background()
 	bundle := runcBundle(b, d, img.Ref)
@@ -200,18 +199,4 @@ func runcBundle(b *testing.B, d *testutil.Daemon, image string) string {
 		b.Fatal(err)
 	}
 	return bundle
-}
-
-// metricsOnFreePort returns the configuration that serves a daemon's
-// metrics on a free loopback port, and their URL: the daemon logs where
-// it serves them at info, and the benchmarks' daemons log warnings only.
-func metricsOnFreePort(b *testing.B) (config, url string) {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return fmt.Sprintf("[metrics]\naddress = %q\n", addr), "http://" + addr + "/metrics"
 }
