@@ -15,7 +15,9 @@ import (
 // listFloor is a gRPC server with nothing behind it: its ListContainers
 // answers with bytes encoded once. Listing from it measures what every
 // runtime's answer costs whoever serves it (gRPC over a unix socket and
-// the client's decoding), the floor of ListContainers at that size.
+// the client's decoding), the floor of ListContainers at that size. It
+// serves from the benchmark's own process, so its answers wake no other
+// process: a runtime, a process apart, cannot quite reach it.
 type listFloor struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	encoded []byte

@@ -42,8 +42,9 @@ func scalePods(b *testing.B) int {
 // and after the pods are gone; and the floor of both wall times, as many
 // bare runc containers (runcScale). For each side it also reports the
 // machine's CPU time per pod while pods start and while they go, and the
-// mounts each pod adds to the host's mount namespace. It takes minutes (containerd's side the
-// most): scripts/bench.sh runs it with SCALE=1, once (-benchtime 1x).
+// mounts each pod adds to the host's mount namespace. It takes minutes
+// (containerd's side the most): scripts/bench.sh runs it with SCALE=1,
+// once (-benchtime 1x).
 func BenchmarkScale(b *testing.B) {
 	testutil.RequiresRoot(b)
 	requireRegistry(b)
