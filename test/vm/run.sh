@@ -60,7 +60,7 @@ for pkg in $pkgs; do
 	if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
-CGO_ENABLED=0 go build -o "$build/" ./cmd/crib ./cmd/crib-monitor
+CGO_ENABLED=0 go build -o "$build/" ./cmd/crib ./cmd/crib-monitor ./test/conformance/critestcheck
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
 echo "$pkgs" > "$build/packages"
 
