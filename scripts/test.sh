@@ -29,7 +29,8 @@ go mod download
 # its id-mapped mounts); the VM suite runs on Debian's runc 1.1.5, and a
 # host test checks that a handler on it refuses user namespaces cleanly.
 runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
-export PATH=$(dirname "$runc_bin"):$PATH CRIB_REQUIRE_USERNS=1
+# Tests that need the loopback registry fail without it here (images.sh serves it).
+export PATH=$(dirname "$runc_bin"):$PATH CRIB_REQUIRE_USERNS=1 CRIB_REQUIRE_REGISTRY=1
 echo "runc for the host's tests: $(runc --version | head -n1)"
 
 echo "== gofmt"

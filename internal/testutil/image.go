@@ -92,6 +92,26 @@ func buildBusyboxTarball() (string, error) {
 	return out, nil
 }
 
+// RegistryRequiredEnv, when set (scripts/test.sh and the VM's guest set it
+// where they serve the loopback registry), makes a test that needs the
+// registry fail when it is down, instead of skipping.
+const RegistryRequiredEnv = "CRIB_REQUIRE_REGISTRY"
+
+// RequireRegistry fails the test when the loopback registry does not
+// answer and RegistryRequiredEnv is set, and skips it with the reason
+// otherwise.
+func RequireRegistry(t testing.TB) {
+	t.Helper()
+	err := registryUp()
+	if err == nil {
+		return
+	}
+	if os.Getenv(RegistryRequiredEnv) != "" {
+		t.Fatalf("the loopback registry %s is not usable, and %s is set: %v", LoopbackRegistry, RegistryRequiredEnv, err)
+	}
+	t.Skipf("the loopback registry %s is not usable: %v", LoopbackRegistry, err)
+}
+
 // registryUp checks that the loopback registry answers its API root.
 func registryUp() error {
 	client := &http.Client{Timeout: 2 * time.Second}

@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
@@ -25,11 +23,7 @@ import (
 func TestMetricsAfterPullAndPodStart(t *testing.T) {
 	testutil.RequiresRoot(t)
 	t.Parallel()
-	if resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(testutil.LoopbackRegistry + "/v2/"); err != nil {
-		t.Skipf("the loopback registry is not usable: %v", err)
-	} else {
-		resp.Body.Close()
-	}
+	testutil.RequireRegistry(t)
 	d := testutil.StartDaemon(t, testutil.Options{
 		Registries:  map[string][]string{"registry.k8s.io": {testutil.LoopbackRegistry}},
 		ExtraConfig: testutil.MetricsConfig,
