@@ -116,8 +116,10 @@ func TestAgentKilledMidTeardown(t *testing.T) {
 	}
 
 	a.kill9(t)
+	// The container belongs to the runtime, not to the agent that drives
+	// it: killing the agent mid-grace must not end it.
 	if err := alive(pid); err != nil {
-		t.Logf("the stubborn container (pid %d) did not outlive the agent: %v", pid, err)
+		t.Errorf("the stubborn container (pid %d) did not outlive the agent: %v", pid, err)
 	}
 	a.start(t)
 	begin := time.Now()
