@@ -9,8 +9,8 @@ import (
 	"github.com/crib-dev/crib/internal/usage"
 )
 
-// ContainerStats reports one container's CPU, memory, swap and writable
-// layer usage.
+// ContainerStats reports one container's CPU, memory, swap, I/O pressure
+// and writable layer usage.
 func (s *Server) ContainerStats(ctx context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
 	c, err := s.containers.Get(req.GetContainerId())
 	if err != nil {
@@ -36,6 +36,7 @@ func containerStats(c container.Container, u usage.Container) *runtimeapi.Contai
 		st.Cpu = cpuUsage(cg)
 		st.Memory = memoryUsage(cg.Sample)
 		st.Swap = swapUsage(cg.Sample)
+		st.Io = ioUsage(cg.Sample)
 	}
 	if l := u.Layer; l != nil {
 		st.WritableLayer = &runtimeapi.FilesystemUsage{

@@ -12,8 +12,9 @@ import (
 	"github.com/crib-dev/crib/internal/usage"
 )
 
-// PodSandboxStats reports a ready pod's CPU, memory and process count from
-// its cgroup, its interfaces' traffic, and its containers' stats.
+// PodSandboxStats reports a ready pod's CPU, memory, I/O pressure and
+// process count from its cgroup, its interfaces' traffic, and its
+// containers' stats.
 func (s *Server) PodSandboxStats(ctx context.Context, req *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
 	sb, err := s.sandboxes.Get(req.GetPodSandboxId())
 	if err != nil {
@@ -47,6 +48,7 @@ func sandboxStats(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) *
 		linux.Cpu = cpuUsage(cg)
 		linux.Memory = memoryUsage(cg.Sample)
 		linux.Process = processUsage(cg.Sample)
+		linux.Io = ioUsage(cg.Sample)
 	}
 	for i, c := range ctrs {
 		var cu usage.Container

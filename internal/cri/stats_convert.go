@@ -52,6 +52,15 @@ func psiStats(p *stats.Pressure) *runtimeapi.PsiStats {
 	return &runtimeapi.PsiStats{Some: data(p.Some), Full: data(p.Full)}
 }
 
+// ioUsage is the cgroup's block I/O pressure; nil where the kernel keeps
+// none for the cgroup (cgroup v1), as for CPU and memory pressure.
+func ioUsage(smp stats.Sample) *runtimeapi.IoUsage {
+	if smp.IO == nil || smp.IO.Pressure == nil {
+		return nil
+	}
+	return &runtimeapi.IoUsage{Timestamp: smp.Time.UnixNano(), Psi: psiStats(smp.IO.Pressure)}
+}
+
 func swapUsage(smp stats.Sample) *runtimeapi.SwapUsage {
 	sw := smp.Swap
 	if sw == nil {

@@ -329,3 +329,71 @@ func (c criCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// Times are whole seconds, truncated: never ahead of the kernel's figure.
+func TestSeconds(t *testing.T) {
+	for nanos, want := range map[uint64]uint64{
+		0:                    0,
+		999_999_999:          0,
+		1_000_000_000:        1,
+		1_999_999_999:        1,
+		7_900_000_000:        7,
+		18446744073709551615: 18446744073,
+	} {
+		if got := seconds(nanos); got != want {
+			t.Errorf("seconds(%d) = %d, want %d", nanos, got, want)
+		}
+	}
+}
+
+// What Prometheus gets through the kubelet's conversion (the CRI value as
+// a float, unscaled) is in seconds: 7.9 s of CPU reads 7, not 7.9e9.
+func TestSecondsAsTheKubeletExportsThem(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	p := fullPod()
+	p.Containers = p.Containers[:1]
+	p.Containers[0].Cgroup.CPU.UsageNanos = 1_999_999_999
+	if err := reg.Register(criCollector{descs: Descriptors(), pods: []*runtimeapi.PodSandboxMetrics{Build(p, now)}}); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	// The pod's and the container's series of each family, by container label.
+	got := map[string]map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			ctr := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "container" {
+					ctr = l.GetValue()
+				}
+			}
+			if got[mf.GetName()] == nil {
+				got[mf.GetName()] = map[string]float64{}
+			}
+			got[mf.GetName()][ctr] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for _, w := range []struct {
+		name, container string
+		want            float64
+	}{
+		{"container_cpu_usage_seconds_total", "", 7},
+		{"container_cpu_usage_seconds_total", "app", 1},
+		{"container_cpu_user_seconds_total", "app", 5},
+		{"container_cpu_system_seconds_total", "app", 2},
+		{"container_cpu_cfs_throttled_seconds_total", "app", 3},
+		{"container_pressure_cpu_waiting_seconds_total", "app", 2},
+		{"container_pressure_memory_stalled_seconds_total", "app", 3},
+		{"container_pressure_io_waiting_seconds_total", "app", 6},
+		{"container_pressure_io_stalled_seconds_total", "app", 5},
+		{"container_pressure_io_waiting_seconds_total", "", 6},
+		{"container_start_time_seconds", "app", float64(now.Unix() - 30)},
+	} {
+		if v, ok := got[w.name][w.container]; !ok || v != w.want {
+			t.Errorf("%s{container=%q} gathered as %v (present %v), want %v", w.name, w.container, v, ok, w.want)
+		}
+	}
+}

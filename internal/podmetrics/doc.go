@@ -9,7 +9,9 @@
 // in one table (name, help, type, label keys, and how its values come from
 // the figures), so a metric cannot be emitted without its descriptor.
 //
-// The CRI carries values as unsigned integers: times are whole seconds
-// (truncated), as CRI-O gives them. Metrics are gathered live, so their
-// timestamps are 0, as the CRI asks.
+// The CRI carries values as unsigned integers and the kubelet exports them
+// unscaled, so times are whole seconds (truncated), as containerd and
+// CRI-O give them; the exact figures are in the stats RPCs (nanoseconds),
+// from which the kubelet's /metrics/resource computes its seconds. Metrics
+// are gathered live, so their timestamps are 0, as the CRI asks.
 package podmetrics

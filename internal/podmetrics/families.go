@@ -58,6 +58,11 @@ func (f family) descriptor() *runtimeapi.MetricDescriptor {
 // one is a family's single series without extra labels.
 func one(v uint64) []value { return []value{{v: v}} }
 
+// seconds is a time for a *_seconds* metric: the CRI carries integers and
+// the kubelet exports each as is (a float of the integer, unscaled), so a
+// finer unit would read as that many times more seconds. Truncated, as
+// containerd and CRI-O do: a counter never reads ahead of the kernel's
+// figure. The stats RPCs keep the nanoseconds.
 func seconds(nanos uint64) uint64 { return nanos / uint64(time.Second) }
 
 // cpu, memory, pids, cpuThrottling: a family whose figures are missing

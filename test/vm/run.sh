@@ -25,18 +25,19 @@ skip_pkgs=(test/load)
 # there; the whole of it took 31 minutes, now about 22): what depends on the host's kind. The
 # host's run (cgroup v1, no systemd) runs every test; tests whose code path does not change with
 # cgroup v2 or systemd (requests refused, streaming, exec, logs, images, events, the CLI and
-# crictl) are not run again here, and critest covers the CRI surface on the systemd driver. So:
-# the root-only package tests but the CLI's and the image store's; on the systemd driver the
-# integration tests that make, limit, measure, recover or remove cgroups and systemd units;
-# critest; the cgroup tests on cgroupfs; the agent's scenarios that size, resize and remove pod
-# cgroups, and its leak check (its kill -9 tests run on the host); and the install suite last (it
-# installs crib on the guest, and uninstalls it).
+# crictl but its metrics, whose I/O pressure exists on cgroup v2 only) are not run again here,
+# and critest covers the CRI surface on the systemd driver. So: the root-only package tests but
+# the CLI's and the image store's; on the systemd driver the integration tests that make, limit,
+# measure, recover or remove cgroups and systemd units, and crictl's metrics; critest; the cgroup
+# tests on cgroupfs; the agent's scenarios that size, resize and remove pod cgroups, and its leak
+# check (its kill -9 tests run on the host); and the install suite last (it installs crib on the
+# guest, and uninstalls it).
 if [ "${1:-}" = ci ]; then
 	skip_pkgs+=(cmd/crib internal/image)
 	host_kind='TestPodAndContainerLifecycle|TestCrashDuring(RunPodSandbox|CreateAndStartContainer)|TestFailpoints'
 	host_kind+='|TestSystemd|TestStats|TestOOM|TestCgroup|TestCDI|TestUpdatePodSandboxResources|TestPodSandboxMetrics'
 	host_kind+='|TestDaemonRestartKeepsContainers|TestRestartDuringStartWaitsForIt|TestContainerUnknownAfterRestart'
-	host_kind+='|TestRemoveUnmountsRuntimeLeftovers'
+	host_kind+='|TestRemoveUnmountsRuntimeLeftovers|TestCrictlMetrics'
 	set -- root "integration-systemd=^($host_kind)" critest-systemd \
 		'integration-cgroupfs=^(TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox)' \
 		'agent=^TestScenarios$/^(parallel|NoLeaks)$/^(ResizeInPlace|DeletedManifestTearsDown|InitContainersInOrder|NativeSidecar)$' \
