@@ -33,7 +33,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, configUsage)
 			return 2
 		}
-		data, err := config.Encode(config.Default())
+		data, err := config.DefaultTOML()
 		if err != nil {
 			fmt.Fprintf(stderr, "crib config: %v\n", err)
 			return 1

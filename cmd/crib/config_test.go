@@ -37,7 +37,11 @@ func TestConfigCmd(t *testing.T) {
 		{name: "help", args: []string{"--help"}, stdout: []string{"default", "dump [--config FILE]", "crib.d/*.toml"}},
 		{name: "no command", args: nil, code: 2, stderr: []string{"usage: crib config COMMAND"}},
 		{name: "unknown command", args: []string{"dumb"}, code: 2, stderr: []string{`unknown command "dumb"`}},
-		{name: "default", args: []string{"default"}, stdout: []string{`root = "/var/lib/crib"`}},
+		{name: "default", args: []string{"default"}, stdout: []string{`root = "/var/lib/crib"`,
+			`cgroup_parent = "/crib"  # follows cgroup_driver: "/crib" under cgroupfs, "crib.slice" under systemd`}},
+		{name: "dump of the systemd driver alone", files: map[string]string{"crib.toml": "cgroup_driver = \"systemd\"\n"},
+			args:   []string{"dump", "--config", "$C"},
+			stdout: []string{`cgroup_parent = "crib.slice"  # the default for cgroup_driver "systemd"`}},
 		{name: "dump", files: good, args: []string{"dump", "--config", "$C"}, stdout: []string{
 			"#   $D/crib.toml\n#   $D/crib.d/10-x.toml\n",
 			`root = "/srv/crib"  # from $D/crib.toml:1` + "\n",

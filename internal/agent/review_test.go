@@ -1,7 +1,8 @@
 package agent
 
-// Reproductions found in review. Each test is skipped with the bug it
-// shows; remove the t.Skip once the bug is fixed.
+// Regression tests of bugs found in review, all fixed: each drives the case
+// that showed its bug and checks that the agent now does what the kubelet
+// does.
 
 import (
 	"fmt"
@@ -28,14 +29,13 @@ spec:
         cpu: "2"
 `
 
-// TestReviewRejectedPodShowsRunningAfterEdit: a pod rejected for
-// OutOfcpu is stored as Failed; after its manifest is fixed it is admitted
-// and its container runs, but status.Compute keeps a terminal Previous
-// phase ("a finished pod stays finished") and copies Previous.Reason when
-// the phases agree, so /pods shows Failed/OutOfcpu for a running pod
-// forever. The same holds for Evicted pods and for a Succeeded/Failed pod
-// whose manifest edit re-runs it (crib keeps UIDs across edits; the
-// kubelet's edited static pod gets a new UID and a fresh status).
+// TestReviewRejectedPodShowsRunningAfterEdit: a pod rejected for OutOfcpu
+// is Failed; once its manifest is fixed it is admitted, its container runs,
+// and /pods shows it Running with no reason. status.Compute keeps a
+// terminal phase ("a finished pod stays finished"), so a new version of a
+// pod starts its status over (podRecord.fresh): crib keeps a pod's UID
+// across edits, where the kubelet's edited static pod gets a new UID and a
+// fresh status.
 func TestReviewRejectedPodShowsRunningAfterEdit(t *testing.T) {
 	f := newRuntimeFakes(t)
 	r := f.startConfigured(t, f.rt, func(c *Config) { c.PodConfig.NodeMilliCPU = 1000 })
@@ -76,9 +76,9 @@ spec:
     command: [sh, -c, "exit 0"]
 `
 
-// TestReviewFinishedPodEditedRunsAgainAndSaysSo is the same bug for a
-// completed pod: the plan re-runs it after an edit (stale instance) but
-// the phase stays Succeeded.
+// TestReviewFinishedPodEditedRunsAgainAndSaysSo is the same for a
+// completed pod: an edit re-runs it (its instance is stale) and its phase
+// is Running again, not Succeeded.
 func TestReviewFinishedPodEditedRunsAgainAndSaysSo(t *testing.T) {
 	f := newRuntimeFakes(t)
 	r := f.start(t)
@@ -108,14 +108,13 @@ func TestReviewFinishedPodEditedRunsAgainAndSaysSo(t *testing.T) {
 	}
 }
 
-// TestReviewTerminateRacingReAddKeepsFirstSeen: terminate() used to clear
-// the pod's spec, firstSeen, start measurement and admission *after*
-// TerminatePod returned, without checking that the pod is still unwanted.
-// When the manifest comes back while the teardown runs, apply() records
-// firstSeen and the spec, and terminate then wiped them: the re-added pod
-// had no StartTime and its start latency was measured from the zero time
-// (an observation of ~2000 years in the histogram). Shown here by calling
-// the two halves in the racing order directly.
+// TestReviewTerminateRacingReAddKeepsFirstSeen: when a pod's manifest
+// comes back while its teardown runs, the re-added pod keeps the firstSeen
+// and spec recorded for it: terminate's bookkeeping after TerminatePod
+// (tornDown) leaves a wanted pod's record alone. (It used to clear them,
+// and the re-added pod had no StartTime and a start latency measured from
+// the zero time.) The test calls the two halves in the racing order
+// directly.
 func TestReviewTerminateRacingReAddKeepsFirstSeen(t *testing.T) {
 	f := newRuntimeFakes(t)
 	r := f.start(t)
@@ -179,14 +178,13 @@ spec:
 `
 
 // TestReviewAdmissionAfterRestartKeepsTheRunningPod: two pods want host
-// port 8080; one is admitted, the other rejected. A restarted agent admits
-// in whatever order the pod workers happen to call admit(), ignoring which
-// pod the runtime already runs, so a restart can admit the rejected pod and
-// keepRejected then kills the running one (adoption promise broken). The
-// kubelet admits in a stable order (by creation time) on restart. Fix: on
-// a fresh agent, admit pods that already have live containers first (e.g.
-// seed `admitted` from the first relist), or sort by a stable key.
-// Nondeterministic by nature; ten restarts make a pass by luck ~1/1000.
+// port 8080; one is admitted, the other rejected. Across ten agent
+// restarts the pod that runs stays the one that ran: a restarted agent
+// counts a pod its first relist finds running as admitted already, ahead of
+// the others, whatever order the pod workers call admit() in. (It
+// used to admit in the workers' order, so a restart could admit the
+// rejected pod and kill the running one.) Were the order left to chance,
+// ten restarts would all pass about once in a thousand runs.
 func TestReviewAdmissionAfterRestartKeepsTheRunningPod(t *testing.T) {
 	f := newRuntimeFakes(t)
 	snap := loadPods(t, portPods)

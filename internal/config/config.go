@@ -29,7 +29,9 @@ type Config struct {
 
 	// CgroupDriver is "cgroupfs" or "systemd".
 	CgroupDriver string `toml:"cgroup_driver"`
-	// CgroupParent is the cgroup pods go under when the kubelet names none.
+	// CgroupParent is the cgroup pods go under when the kubelet names none:
+	// a path under cgroupfs, a slice under systemd. A configuration that
+	// does not set it gets DefaultCgroupParent of its driver.
 	CgroupParent string `toml:"cgroup_parent"`
 
 	// DefaultRuntime names the entry of Runtimes used for the empty runtime
@@ -165,6 +167,18 @@ type Registry struct {
 	Insecure bool `toml:"insecure"`
 }
 
+// DefaultCgroupParent is the cgroup_parent of a configuration that sets
+// none, which follows the driver as CRI-O's does (/crio, system.slice): the
+// cgroup /crib under cgroupfs, and under systemd crib.slice, a slice of
+// crib's own rather than system.slice, so that crib's pod slices
+// (crib-<id>.slice) sit together under it, apart from the host's services.
+func DefaultCgroupParent(driver string) string {
+	if driver == "systemd" {
+		return "crib.slice"
+	}
+	return "/crib"
+}
+
 // Default returns the configuration crib runs with when nothing is set.
 func Default() Config {
 	return Config{
@@ -173,7 +187,7 @@ func Default() Config {
 		Socket:         "/run/crib/crib.sock",
 		LogLevel:       "info",
 		CgroupDriver:   "cgroupfs",
-		CgroupParent:   "/crib",
+		CgroupParent:   DefaultCgroupParent("cgroupfs"),
 		DefaultRuntime: "runc",
 		Runtimes: map[string]Runtime{
 			"runc": {Path: "runc"},
@@ -216,7 +230,7 @@ func Decode(data []byte, cfg *Config) error {
 	return nil
 }
 
-// Encode writes cfg as TOML; `crib config default` prints Default() with it.
+// Encode writes cfg as TOML.
 func Encode(cfg Config) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(cfg); err != nil {

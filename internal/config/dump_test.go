@@ -72,3 +72,43 @@ func TestDumpDefaults(t *testing.T) {
 		t.Errorf("dump of the defaults:\n%s", s)
 	}
 }
+
+// A dump shows the cgroup_parent in force, and why when no file set it.
+func TestDumpCgroupParentOfDriver(t *testing.T) {
+	path := writeFiles(t, map[string]string{"crib.toml": "cgroup_driver = \"systemd\"\n"})
+	l, err := LoadFiles(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Dump(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.ReplaceAll(string(out), filepath.Dir(path), "$D"), "\n")
+	for _, w := range []string{
+		`cgroup_driver = "systemd"  # from $D/crib.toml:1`,
+		`cgroup_parent = "crib.slice"  # the default for cgroup_driver "systemd"`,
+	} {
+		if !slices.Contains(got, w) {
+			t.Errorf("dump has no line %s:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+}
+
+func TestDefaultTOML(t *testing.T) {
+	out, err := DefaultTOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `cgroup_parent = "/crib"  # follows cgroup_driver: "/crib" under cgroupfs, "crib.slice" under systemd`
+	if !slices.Contains(strings.Split(string(out), "\n"), want) {
+		t.Errorf("default config has no line %s:\n%s", want, out)
+	}
+	var back Config
+	if err := Decode(out, &back); err != nil {
+		t.Fatalf("decode default config: %v", err)
+	}
+	if diff := cmp.Diff(Default(), back); diff != "" {
+		t.Errorf("default config round trip (-want +got):\n%s", diff)
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
+// cgroupParentKey is the one key whose default follows another's.
+const cgroupParentKey = "cgroup_parent"
+
 // Loaded is a configuration read from files, and where its keys came from.
 type Loaded struct {
 	Config Config
@@ -41,7 +44,9 @@ func (s Source) String() string {
 // LoadFiles reads the configuration file at path and then its drop-ins
 // (see DropIns) over Default(): tables merge key by key, later files win,
 // arrays are replaced whole. A missing file at path is not an error when
-// missingOK is set (the default path); its drop-ins still apply.
+// missingOK is set (the default path); its drop-ins still apply. A
+// cgroup_parent no file sets follows the cgroup_driver the files set
+// (DefaultCgroupParent).
 //
 // Every unknown key and bad value of every file is reported, joined, each
 // a *FileError naming file, line and key; a syntax error ends the reading
@@ -87,6 +92,9 @@ func LoadFiles(path string, missingOK bool) (Loaded, error) {
 	cfg, err := fromTree(tree)
 	if err != nil {
 		return l, fmt.Errorf("config %s: %w", path, err)
+	}
+	if _, set := l.Sources[cgroupParentKey]; !set {
+		cfg.CgroupParent = DefaultCgroupParent(cfg.CgroupDriver)
 	}
 	l.Config = cfg
 	return l, nil

@@ -231,7 +231,7 @@ func TestLoadFilesMissingMain(t *testing.T) {
 
 func TestLoadedValidateNamesFile(t *testing.T) {
 	path := writeFiles(t, map[string]string{
-		"crib.toml":        "cgroup_driver = \"systemd\"\n",
+		"crib.toml":        "cgroup_driver = \"systemd\"\ncgroup_parent = \"/crib\"\n",
 		"crib.d/10-x.toml": "\nlog_level = \"loud\"\n[registries.\"r.io\"]\nmirrors = [\"127.0.0.1:5000\"]\n",
 	})
 	l, err := LoadFiles(path, false)
@@ -241,11 +241,62 @@ func TestLoadedValidateNamesFile(t *testing.T) {
 	got := strings.ReplaceAll(l.Validate().Error(), filepath.Dir(path), "$D")
 	want := strings.Join([]string{
 		`$D/crib.d/10-x.toml:2: log_level: "loud" is not one of debug, info, warn, error`,
-		// cgroup_parent is at its default: no file to name.
-		`cgroup_parent: "/crib" must be a systemd slice with the systemd driver`,
+		`$D/crib.toml:2: cgroup_parent: "/crib" must be a systemd slice with the systemd driver, such as its default crib.slice`,
 		`$D/crib.d/10-x.toml:4: registries."r.io".mirrors: entry 0, "127.0.0.1:5000", needs an http:// or https:// scheme`,
 	}, "\n")
 	if got != want {
 		t.Errorf("Validate:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A cgroup_parent no file sets follows the driver the files set; one a
+// file sets is kept as it is, and validated against the driver.
+func TestLoadCgroupParentFollowsDriver(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		parent  string
+		invalid string // the start of Validate's error, "" when valid
+	}{
+		{name: "nothing set", files: map[string]string{"crib.toml": ""}, parent: "/crib"},
+		{name: "only the systemd driver", files: map[string]string{"crib.toml": "cgroup_driver = \"systemd\"\n"},
+			parent: "crib.slice"},
+		{name: "systemd in a drop-in over cgroupfs", files: map[string]string{
+			"crib.toml":        "cgroup_driver = \"cgroupfs\"\n",
+			"crib.d/10-x.toml": "cgroup_driver = \"systemd\"\n",
+		}, parent: "crib.slice"},
+		{name: "cgroupfs set explicitly", files: map[string]string{"crib.toml": "cgroup_driver = \"cgroupfs\"\n"},
+			parent: "/crib"},
+		{name: "a slice of one's own", files: map[string]string{
+			"crib.toml": "cgroup_driver = \"systemd\"\ncgroup_parent = \"pods.slice\"\n",
+		}, parent: "pods.slice"},
+		{name: "a cgroup of one's own", files: map[string]string{"crib.toml": "cgroup_parent = \"/pods\"\n"},
+			parent: "/pods"},
+		{name: "a path set under systemd", files: map[string]string{
+			"crib.toml": "cgroup_driver = \"systemd\"\ncgroup_parent = \"/crib\"\n",
+		}, parent: "/crib", invalid: `$D/crib.toml:2: cgroup_parent: "/crib" must be a systemd slice`},
+		{name: "a slice set, then cgroupfs in a drop-in", files: map[string]string{
+			"crib.toml":        "cgroup_driver = \"systemd\"\ncgroup_parent = \"crib.slice\"\n",
+			"crib.d/10-x.toml": "cgroup_driver = \"cgroupfs\"\n",
+		}, parent: "crib.slice", invalid: `$D/crib.toml:2: cgroup_parent: "crib.slice" must be an absolute cgroup path`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFiles(t, tt.files)
+			l, err := LoadFiles(path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Config.CgroupParent != tt.parent {
+				t.Errorf("cgroup_parent = %q, want %q", l.Config.CgroupParent, tt.parent)
+			}
+			err = l.Validate()
+			switch {
+			case tt.invalid == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tt.invalid != "" && (err == nil || !strings.HasPrefix(strings.ReplaceAll(err.Error(), filepath.Dir(path), "$D"), tt.invalid)):
+				t.Errorf("Validate = %v, want an error starting %s", err, tt.invalid)
+			}
+		})
 	}
 }

@@ -36,7 +36,8 @@ func (c Config) Validate() error {
 		}
 	case "systemd":
 		if c.CgroupParent != "" && !strings.HasSuffix(c.CgroupParent, ".slice") {
-			bad(fmt.Errorf("%q must be a systemd slice with the systemd driver", c.CgroupParent), "cgroup_parent")
+			bad(fmt.Errorf("%q must be a systemd slice with the systemd driver, such as its default %s",
+				c.CgroupParent, DefaultCgroupParent("systemd")), "cgroup_parent")
 		}
 	default:
 		bad(fmt.Errorf("%q is not cgroupfs or systemd", c.CgroupDriver), "cgroup_driver")

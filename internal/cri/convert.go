@@ -134,14 +134,16 @@ func matchLabels(selector, labels map[string]string) bool {
 	return true
 }
 
-func criImage(img image.Image) *runtimeapi.Image {
+// criImage is img as the CRI reports it, its spec naming handler, the
+// runtime handler the request asked about.
+func criImage(img image.Image, handler string) *runtimeapi.Image {
 	out := &runtimeapi.Image{
 		Id:          img.ID,
 		RepoTags:    img.RepoTags,
 		RepoDigests: img.RepoDigests,
 		Size:        uint64(img.Size),
 		Pinned:      img.Pinned,
-		Spec:        &runtimeapi.ImageSpec{Image: img.ID},
+		Spec:        &runtimeapi.ImageSpec{Image: img.ID, RuntimeHandler: handler},
 	}
 	uid, name := imageUser(img.Config.Config.User)
 	out.Uid, out.Username = uid, name

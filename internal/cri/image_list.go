@@ -7,21 +7,26 @@ import (
 )
 
 // ListImages lists the images in the store, optionally only the one a
-// filter names.
+// filter names. Each image is listed once, for no handler in particular
+// (the kubelet's image GC matches that with its containers' images, which
+// name none), or for the handler the filter names.
 func (s *Server) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
 	if err := checkImageSpec("filter.image", req.GetFilter().GetImage()); err != nil {
+		return nil, err
+	}
+	if err := s.checkImageHandler("filter.image", req.GetFilter().GetImage()); err != nil {
 		return nil, err
 	}
 	resp := &runtimeapi.ListImagesResponse{}
 	if ref := req.GetFilter().GetImage().GetImage(); ref != "" {
 		img, err := s.images.Resolve(ref)
 		if err == nil {
-			resp.Images = append(resp.Images, criImage(img))
+			resp.Images = append(resp.Images, criImage(img, req.GetFilter().GetImage().GetRuntimeHandler()))
 		}
 		return resp, nil
 	}
 	for _, img := range s.images.List() {
-		resp.Images = append(resp.Images, criImage(img))
+		resp.Images = append(resp.Images, criImage(img, ""))
 	}
 	return resp, nil
 }

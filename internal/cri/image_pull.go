@@ -26,9 +26,12 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 	if err := checkAuth(a); err != nil {
 		return nil, err
 	}
+	if err := s.checkImageHandler("image", req.GetImage()); err != nil {
+		return nil, err
+	}
 	// sandbox_config is not checked: crib pulls alike for every pod and
 	// reads none of it, and clients send partial ones (critest, no
-	// metadata).
+	// metadata). A known runtime handler pulls into the one store.
 	img, err := s.images.Pull(ctx, ref, image.Auth{
 		Username:      a.GetUsername(),
 		Password:      a.GetPassword(),

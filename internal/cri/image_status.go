@@ -8,13 +8,18 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// ImageStatus reports an image, or a nil image when it is absent.
+// ImageStatus reports an image, or a nil image when it is absent; the
+// image's spec names the runtime handler asked about, which any handler's
+// image is.
 func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, invalid("image.image is empty")
 	}
 	if err := checkImageSpec("image", req.GetImage()); err != nil {
+		return nil, err
+	}
+	if err := s.checkImageHandler("image", req.GetImage()); err != nil {
 		return nil, err
 	}
 	img, err := s.images.Resolve(ref)
@@ -24,7 +29,7 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 	if err != nil {
 		return nil, err
 	}
-	resp := &runtimeapi.ImageStatusResponse{Image: criImage(img)}
+	resp := &runtimeapi.ImageStatusResponse{Image: criImage(img, req.GetImage().GetRuntimeHandler())}
 	if req.GetVerbose() {
 		info, err := json.Marshal(map[string]any{"imageSpec": img.Config, "chainIDs": img.ChainIDs})
 		if err != nil {

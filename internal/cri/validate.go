@@ -29,6 +29,25 @@ func checkImageSpec(field string, img *runtimeapi.ImageSpec) error {
 	return cv.Annotations(field+".annotations", img.GetAnnotations())
 }
 
+// checkImageHandler refuses an image request for a runtime handler this
+// node does not offer, as RunPodSandbox does; none named ("") is the
+// default's. Every handler shares the one image store (one snapshotter,
+// the host's platform), so a known one pulls, finds and removes the same
+// images as any other.
+func (s *Server) checkImageHandler(field string, img *runtimeapi.ImageSpec) error {
+	h := img.GetRuntimeHandler()
+	if h == "" {
+		return nil
+	}
+	if err := cv.Name(field+".runtime_handler", h, false); err != nil {
+		return err
+	}
+	if _, ok := s.currentInfo().handler(h); !ok {
+		return cv.Invalid(field+".runtime_handler", "%q is not configured or its runtime is not installed", h)
+	}
+	return nil
+}
+
 func checkAuth(a *runtimeapi.AuthConfig) error {
 	for field, v := range map[string]string{
 		"auth.username": a.GetUsername(), "auth.password": a.GetPassword(), "auth.auth": a.GetAuth(),

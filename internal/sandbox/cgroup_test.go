@@ -17,6 +17,8 @@ func TestPodCgroup(t *testing.T) {
 		{driver: "cgroupfs", parent: "/crib", want: "/crib/" + id, own: true},
 		{driver: "cgroupfs", parent: "/crib", kubelet: "/kubepods/pod1", want: "/kubepods/pod1"},
 		{driver: "systemd", want: "crib-0123456789ab.slice", own: true},
+		// The default parent under systemd: the pod's slice nests in it.
+		{driver: "systemd", parent: "crib.slice", want: "crib-0123456789ab.slice", own: true},
 		{driver: "systemd", parent: "node.slice", want: "node-0123456789ab.slice", own: true},
 		{driver: "systemd", kubelet: "kubepods-besteffort-pod1.slice", want: "kubepods-besteffort-pod1.slice"},
 		// critest sends a path to a slice; containerd and CRI-O take its last element.

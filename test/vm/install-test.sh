@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The "install" suite of test/vm/guest.sh: crib as a systemd service, on a throwaway VM.
 #
-#   install (scripts/install.sh) -> systemctl start crib -> crictl works, a pod runs
+#   install (scripts/install.sh) -> a drop-in sets only cgroup_driver = "systemd" -> systemctl start
+#   crib -> crictl works, a pod runs in a slice under crib.slice, the default parent of that driver
 #   -> systemctl reload with a new registry mirror in a drop-in: the mirror is used, crib and the
 #      container are the same processes, a restart-only key is logged
 #   -> kill -9 of crib: systemd restarts it and it adopts the container
-#   -> stop the pod, uninstall: nothing of crib's is left but the state directories it names.
+#   -> stop the pod (its slice goes), uninstall: nothing of crib's is left but the state directories
+#      it names.
 #
 # Usage: install-test.sh CRIB_BINARY BUSYBOX_TARBALL. Each failed check exits non-zero with
 # what failed and the end of crib's journal.
@@ -62,6 +64,13 @@ for f in /usr/local/bin/crib /usr/local/bin/crib-monitor /etc/systemd/system/cri
 	[ -e "$f" ] || fail "install did not put $f in place"
 done
 
+step "the systemd cgroup driver, its cgroup_parent left at its default"
+# As a new user would: the one key, no cgroup_parent (a path default would refuse to start).
+mkdir -p "$(dirname "$dropin")"
+echo 'cgroup_driver = "systemd"' > "$dropin"
+out=$(/usr/local/bin/crib config dump 2>&1) || fail "crib config dump: $out"
+has '^cgroup_parent = "crib.slice"' "$out" || fail "crib config dump does not show the slice default: $out"
+
 step "systemctl start crib"
 # Type=notify: start returns once crib said READY=1.
 systemctl start crib.service || fail "systemctl start crib failed"
@@ -87,6 +96,11 @@ until_ok 30 sh -c "[ \"\$(crictl --config $work/crictl.yaml inspect -o go-templa
 pid=$(ctr_status "$ctr" | cut -d' ' -f2)
 crib_pid=$(mainpid)
 [ "${pid:-0}" -gt 0 ] || fail "container $ctr has no pid"
+slice=$(cri inspectp -o go-template --template '{{.info.cgroupParent}}' "$pod") || fail "crictl inspectp $pod"
+[[ $slice == crib-*.slice ]] || fail "pod $pod's cgroup parent is '$slice', want crib-ID.slice under crib.slice"
+[ "$(systemctl is-active "$slice")" = active ] || fail "the pod's slice $slice is $(systemctl is-active "$slice")"
+grep -q "^0::/crib.slice/$slice/" "/proc/$pid/cgroup" ||
+	fail "container $ctr's process is not under crib.slice/$slice: $(cat "/proc/$pid/cgroup")"
 
 step "a pull needs a mirror"
 curl -fs http://127.0.0.1:5000/v2/ >/dev/null || fail "the loopback registry (guest.sh) does not answer on 127.0.0.1:5000"
@@ -94,8 +108,7 @@ if timeout 60 crictl --config "$work/crictl.yaml" pull "$mirror_ref" >/dev/null 
 	fail "pull of $mirror_ref succeeded before its mirror was configured"
 fi
 step "systemctl reload crib with the mirror in a drop-in"
-mkdir -p "$(dirname "$dropin")"
-cat > "$dropin" <<'EOF'
+cat >> "$dropin" <<'EOF'
 shm_size = 33554432
 
 [registries."registry.k8s.io"]
@@ -125,6 +138,7 @@ has "^$ctr" "$(cri ps -q)" || fail "crictl ps does not list $ctr"
 step "stop the pod, uninstall"
 cri stopp "$pod" >/dev/null || fail "crictl stopp"
 cri rmp "$pod" >/dev/null || fail "crictl rmp"
+! systemctl is-active --quiet "$slice" || fail "the pod's slice $slice is still active after crictl rmp"
 rm -f "$dropin" # the test's own, not the installer's
 rmdir /etc/crib/crib.d || fail "the test left files in /etc/crib/crib.d"
 "$repo/scripts/install.sh" uninstall > "$work/uninstall.out" || fail "scripts/install.sh uninstall exited $?"

@@ -1,7 +1,8 @@
 package kuberuntime
 
-// Reproductions found in review. Each test is skipped with the bug it
-// shows; remove the t.Skip once the bug is fixed.
+// Regression tests of bugs found in review, all fixed: each drives the case
+// that showed its bug and checks that the sync now does what the kubelet
+// does.
 
 import (
 	"testing"
@@ -24,12 +25,12 @@ func (e *env) sandboxDies() {
 }
 
 // TestReviewOnFailureSucceededContainerNotRerunAfterSandboxRecreate: with
-// restartPolicy OnFailure a container that exited 0 must never run again
-// (the kubelet keeps the newest dead instance of each name through its
-// container GC, whatever the sandbox, and computePodActions skips it).
-// CollectGarbage here removes every exited container of an older sandbox
-// on the sync after the sandbox was recreated, so the plan sees no instance
-// of "done" and starts it again as "not started yet".
+// restartPolicy OnFailure a container that exited 0 never runs again, not
+// even after its sandbox was recreated: CollectGarbage keeps the newest
+// instance of each name whatever its sandbox, as the kubelet's container GC
+// does, so the plan still sees that "done" succeeded. (It used to remove
+// every exited container of an older sandbox, and "done" ran again as
+// "not started yet".)
 func TestReviewOnFailureSucceededContainerNotRerunAfterSandboxRecreate(t *testing.T) {
 	e := newEnv(t)
 	pod := testPod(func(p *corev1.Pod) {
@@ -54,14 +55,11 @@ func TestReviewOnFailureSucceededContainerNotRerunAfterSandboxRecreate(t *testin
 }
 
 // TestReviewRestartCountAndBackoffSurviveSandboxRecreate: a crash-looping
-// container whose sandbox is recreated while it is in backoff is not
-// started in the recreate sync (backoff), then the next sync's
-// CollectGarbage removes its exited instances in the old sandbox: the
-// backoff has no last instance to measure from (restart at once) and
-// nextAttempt restarts the count at 0 (status restartCount back to 0,
-// 0.log reused). The kubelet keeps the dead instance and, when it has
-// none, reads the count back from the log directory
-// (calcRestartCountByLogDir).
+// container whose sandbox is recreated while it is in backoff stays held
+// back until its backoff ends, and then starts as attempt 2: its newest
+// exited instance in the old sandbox survives garbage collection, as in
+// the kubelet, so the backoff and the restart count go on from it. (They
+// used to start over: a restart at once, as attempt 0.)
 func TestReviewRestartCountAndBackoffSurviveSandboxRecreate(t *testing.T) {
 	e := newEnv(t)
 	pod := testPod()
@@ -93,13 +91,11 @@ func TestReviewRestartCountAndBackoffSurviveSandboxRecreate(t *testing.T) {
 }
 
 // TestReviewPodLevelSecurityEditRestartsContainers: podconfig copies the
-// pod-level securityContext.seccompProfile (also appArmorProfile and
-// runAsNonRoot) into every container's config, but neither hash covers
-// it: ContainerHash hashes the container spec alone, and the sandbox
-// config hard-codes a RuntimeDefault seccomp profile and has no
-// runAsNonRoot. An edit of these pod fields is silently ignored; the
-// issue says manifest edits are never ignored (the kubelet's edited static
-// pod gets a new UID, so it always re-runs).
+// pod-level securityContext (seccompProfile, appArmorProfile, runAsNonRoot,
+// ...) into every container's config, and plan.ContainerHash covers it, so
+// an edit of it restarts the containers, as the kubelet's edited static pod
+// (a new UID) re-runs. (The hash used to cover the container spec alone,
+// and such an edit was ignored.)
 func TestReviewPodLevelSecurityEditRestartsContainers(t *testing.T) {
 	e := newEnv(t)
 	pod := testPod()
@@ -115,15 +111,14 @@ func TestReviewPodLevelSecurityEditRestartsContainers(t *testing.T) {
 	}
 }
 
-// TestReviewHostResolvConfChangeDoesNotRecreateSandboxes: the sandbox hash
-// covers the whole generated PodSandboxConfig, including DnsConfig, which
-// for the default dnsPolicy (no cluster DNS) is a copy of the host's
-// resolv.conf read once at agent start (cmd/crib/agent.go). After the host's
-// resolv.conf changes (DHCP, VPN) an agent restart sees every adopted
-// sandbox as "pod-level spec changed" and kills and recreates every pod,
-// init containers and all. The kubelet's podSandboxChanged never looks at
-// DNS. The same happens on a crib upgrade that changes anything podconfig
-// writes into a sandbox config.
+// TestReviewHostResolvConfChangeDoesNotRecreateSandboxes: for the default
+// dnsPolicy (no cluster DNS) a sandbox's DnsConfig is a copy of the host's
+// resolv.conf, read once at agent start (cmd/crib/agent.go). An agent that
+// restarts after the host's resolv.conf changed (DHCP, VPN) keeps the pods'
+// sandboxes: the sandbox hash is made from the pod alone, without the
+// host's DNS and addresses, and the kubelet's podSandboxChanged never looks
+// at DNS either. (The hash used to cover them, and every pod was
+// recreated.)
 func TestReviewHostResolvConfChangeDoesNotRecreateSandboxes(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.PodConfig.HostDNS = &runtimeapi.DNSConfig{Servers: []string{"192.0.2.1"}, Searches: []string{"lan"}}
@@ -142,14 +137,11 @@ func TestReviewHostResolvConfChangeDoesNotRecreateSandboxes(t *testing.T) {
 	}
 }
 
-// TestReviewSidecarInitContainerLetsAppsStart: an init container with
-// restartPolicy: Always (a native sidecar, GA in Kubernetes 1.33) is
-// accepted by source and handled by status and prober, but plan.progress
-// treats a running init container as "wait for it to finish": the app
-// containers never start and the pod stays Init:0/1 forever. The kubelet
-// starts the next init container (or the apps) once a sidecar has started
-// (startup probe passed), and restarts an exited sidecar whatever the pod's
-// restartPolicy.
+// TestReviewSidecarInitContainerLetsAppsStart: beside a running init
+// container with restartPolicy: Always (a native sidecar, GA in Kubernetes
+// 1.33) the app containers start, as the kubelet starts the next init
+// container or the apps once a sidecar has started. (The plan used to wait
+// for it to finish, and the pod stayed Init:0/1.)
 func TestReviewSidecarInitContainerLetsAppsStart(t *testing.T) {
 	e := newEnv(t)
 	always := corev1.ContainerRestartPolicyAlways
