@@ -12,6 +12,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/cgroupfs"
 	cv "github.com/crib-dev/crib/internal/crivalidate"
+	"github.com/crib-dev/crib/internal/failpoint"
 )
 
 // cgroupRoot is where the cgroup file system is mounted.
@@ -46,19 +47,29 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	if s.State != Ready {
 		return fmt.Errorf("resize sandbox %s: it is %s: %w", s.ID, s.State, errdefs.ErrFailedPrecondition)
 	}
+	prev := s.Limits
 	if s.OwnCgroup {
-		if err := m.applyLimits(ctx, s.CgroupParent, podLimits(overhead, resources)); err != nil {
+		l := podLimits(overhead, resources)
+		if err := m.applyLimits(ctx, s.CgroupParent, l); err != nil {
 			return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
 		}
+		s.Limits = &l
 	}
-	cfg := proto.Clone(s.Config).(*runtimeapi.PodSandboxConfig)
-	if cfg.Linux == nil {
-		cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+	err = failpoint.Check("UpdatePodSandboxResources/cgroup")
+	if err == nil {
+		cfg := proto.Clone(s.Config).(*runtimeapi.PodSandboxConfig)
+		if cfg.Linux == nil {
+			cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+		}
+		cfg.Linux.Overhead, cfg.Linux.Resources = overhead, resources
+		s.Config = cfg
+		err = m.save(s)
 	}
-	cfg.Linux.Overhead, cfg.Linux.Resources = overhead, resources
-	s.Config = cfg
-	if err := m.save(s); err != nil {
-		return err
+	if err != nil {
+		if s.OwnCgroup {
+			m.restoreLimits(context.WithoutCancel(ctx), s.ID, s.CgroupParent, prev)
+		}
+		return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
 	}
 	m.mu.Lock()
 	if cur, ok := m.byID[s.ID]; ok {
@@ -66,7 +77,20 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	}
 	m.mu.Unlock()
 	m.log.Info("sandbox resized", "sandbox", s.ID, "own_cgroup", s.OwnCgroup)
-	return nil
+	return failpoint.Check("UpdatePodSandboxResources/record")
+}
+
+// restoreLimits puts back on a pod cgroup the limits of its record after a
+// resize that failed: those crib set last, or, when it set none, none but
+// the kernel's default share of CPU.
+func (m *Manager) restoreLimits(ctx context.Context, id, cgroup string, prev *cgroupfs.Limits) {
+	l := cgroupfs.Unlimited(cgroupfs.DefaultShares)
+	if prev != nil {
+		l = *prev
+	}
+	if err := m.applyLimits(ctx, cgroup, l); err != nil {
+		m.log.Error("put back the limits of a failed resize", "sandbox", id, "err", err)
+	}
 }
 
 // podLimits sums a pod's resources and overhead into its cgroup's limits
