@@ -398,9 +398,7 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		if _, err := f.d.Images.RemoveImage(f.ctx(), &runtimeapi.RemoveImageRequest{Image: ref}); err != nil {
 			f.t.Errorf("RemoveImage again: %v", err)
 		}
-		if after := f.imageFiles(); !equalStrings(before, after) {
-			f.t.Errorf("the removal and its retry left files in the image store:\n  before %v\n  after  %v", before, after)
-		}
+		f.sameImageFiles(before, "the removal and its retry")
 		return "the image not listed; RemoveImage again (error) or the restart (kill) deletes its blobs and snapshots"
 	},
 	"PullImage": func(f *fpEnv, step, mode string) string {
@@ -419,9 +417,7 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 			f.t.Errorf("the image is listed after its pull failed")
 		}
 		if st.Image == nil {
-			if after := f.imageFiles(); !equalStrings(before, after) {
-				f.t.Errorf("the failed pull left files in the image store:\n  before %v\n  after  %v", before, after)
-			}
+			f.sameImageFiles(before, "the failed pull")
 		}
 		// The retry pulls it whole; removed, nothing of it is left.
 		if _, err := f.d.Images.PullImage(f.ctx(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}}); err != nil {
@@ -430,9 +426,7 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		if _, err := f.d.Images.RemoveImage(f.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}}); err != nil {
 			f.t.Fatal(err)
 		}
-		if after := f.imageFiles(); !equalStrings(before, after) {
-			f.t.Errorf("pull and removal left files in the image store:\n  before %v\n  after  %v", before, after)
-		}
+		f.sameImageFiles(before, "pull and removal")
 		return "no image listed (error); no blob, snapshot or temp file left; the retry pulls it and removal leaves nothing"
 	},
 }
@@ -494,8 +488,25 @@ func (f *fpEnv) imageFiles() []string {
 	return out
 }
 
-func equalStrings(a, b []string) bool {
-	return strings.Join(a, "\n") == strings.Join(b, "\n")
+// sameImageFiles checks that the image store holds the files it held
+// before what did, and names those that differ.
+func (f *fpEnv) sameImageFiles(before []string, what string) {
+	f.t.Helper()
+	after := f.imageFiles()
+	var added, gone []string
+	for _, p := range after {
+		if _, ok := slices.BinarySearch(before, p); !ok {
+			added = append(added, p)
+		}
+	}
+	for _, p := range before {
+		if _, ok := slices.BinarySearch(after, p); !ok {
+			gone = append(gone, p)
+		}
+	}
+	if len(added)+len(gone) > 0 {
+		f.t.Errorf("%s changed the image store's files:\n  added %v\n  removed %v", what, added, gone)
+	}
 }
 
 // gatedRegistry serves the image of the pull steps, of two layers of
