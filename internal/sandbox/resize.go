@@ -25,7 +25,10 @@ const cgroupRoot = "/sys/fs/cgroup"
 // was given) crib resizes, to the sum: CPU shares, the CFS quota and the
 // memory limit, a limit not given being lifted (cpusets, hugepages and
 // unified keys are recorded, not applied: the containers' own cgroups carry
-// them). Asking twice for the same figures is the same as asking once.
+// them). Asking twice for the same figures is the same as asking once. A
+// resize that fails once the new limits are in force puts back those crib
+// set last (none: no limit, 1024 CPU shares); a restart in between keeps the new
+// limits and the old record, which the same figures asked again mend.
 func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
 	if id == "" {
 		return fmt.Errorf("pod_sandbox_id is empty: %w", errdefs.ErrInvalidArgument)
@@ -81,8 +84,8 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 }
 
 // restoreLimits puts back on a pod cgroup the limits of its record after a
-// resize that failed: those crib set last, or, when it set none, none but
-// the kernel's default share of CPU.
+// resize that failed: those crib set last, or, when it set none, no limit
+// and cgroup v1's default CPU shares.
 func (m *Manager) restoreLimits(ctx context.Context, id, cgroup string, prev *cgroupfs.Limits) {
 	l := cgroupfs.Unlimited(cgroupfs.DefaultShares)
 	if prev != nil {
