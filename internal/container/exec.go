@@ -120,22 +120,23 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 // yet: the values go into the spec it will be started from. A running
 // one's are those last recorded, or, never updated, its spec's.
 func (m *Manager) applyResources(ctx context.Context, rt *ociruntime.Runtime, c Container, res *specs.LinuxResources) (func(context.Context) error, error) {
-	spec, err := m.readSpec(c.ID)
-	if err != nil {
-		return nil, err
-	}
 	var old *specs.LinuxResources
-	if spec.Linux != nil {
-		old = spec.Linux.Resources
+	if prev := c.Config.GetLinux().GetResources(); prev != nil && c.State != Created {
+		old = ocispec.UpdateResources(prev, m.cfg.Hugetlb)
+	} else {
+		spec, err := m.readSpec(c.ID)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Linux != nil {
+			old = spec.Linux.Resources
+		}
 	}
 	if c.State == Created {
 		if err := m.updateSpecResources(c.ID, res); err != nil {
 			return nil, err
 		}
 		return func(context.Context) error { return m.setSpecResources(c.ID, old) }, nil
-	}
-	if prev := c.Config.GetLinux().GetResources(); prev != nil {
-		old = ocispec.UpdateResources(prev, m.cfg.Hugetlb)
 	}
 	old = liftUnset(old)
 	if err := rt.Update(ctx, c.ID, res); err != nil {
