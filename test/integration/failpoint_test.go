@@ -142,6 +142,9 @@ func (f *fpEnv) injected(step, mode string, err error) {
 	f.reached = f.fired(step)
 	f.disarm()
 	if !f.reached {
+		if !f.d.Running() {
+			f.d.Restart(f.t) // dead of something else: the next steps need it
+		}
 		f.t.Fatalf("%s armed to %s: the step was not reached (the operation returned %v)", step, mode, err)
 	}
 	switch mode {
