@@ -16,6 +16,8 @@ const (
 	MaxShares = 262144
 	// DefaultPeriod is the CFS period in microseconds the kubelet uses.
 	DefaultPeriod = 100000
+	// DefaultShares is the kernel's cpu.shares of a new cgroup.
+	DefaultShares = 1024
 )
 
 // Limits are the settings of a pod-level cgroup.

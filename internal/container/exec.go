@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
@@ -70,7 +71,10 @@ func (m *Manager) readSpec(id string) (*specs.Spec, error) {
 }
 
 // UpdateResources changes the resources of a created or running container
-// and records them, so that status shows the new values.
+// and records them, so that status shows the new values. A failure after
+// the new values are in force puts the old ones back; a restart in between
+// keeps the new values in force and the old ones in the record, which the
+// kubelet, comparing status with what it asked for, sends again.
 func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
 	e, c, err := m.locked(id)
 	if err != nil {
@@ -87,25 +91,87 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 	if res == nil {
 		return nil
 	}
-	oci := ocispec.UpdateResources(res, m.cfg.Hugetlb)
-	if c.State == Created {
-		// The runtime does not know the container yet: the new values go
-		// into the spec it will be started from.
-		if err := m.updateSpecResources(c.ID, oci); err != nil {
-			return err
-		}
-	} else if err := rt.Update(ctx, c.ID, oci); err != nil {
+	undo, err := m.applyResources(ctx, rt, c, ocispec.UpdateResources(res, m.cfg.Hugetlb))
+	if err != nil {
 		return fmt.Errorf("update container %s: %w", c.ID, err)
 	}
-	return m.update(e, func(c *Container) {
-		cfg := proto.Clone(c.Config).(*runtimeapi.ContainerConfig)
-		if cfg.Linux == nil {
-			cfg.Linux = &runtimeapi.LinuxContainerConfig{}
+	err = failpoint.Check("UpdateContainerResources/runtime")
+	if err == nil {
+		err = m.update(e, func(c *Container) {
+			cfg := proto.Clone(c.Config).(*runtimeapi.ContainerConfig)
+			if cfg.Linux == nil {
+				cfg.Linux = &runtimeapi.LinuxContainerConfig{}
+			}
+			cfg.Linux.Resources = res
+			c.Config = cfg
+		})
+	}
+	if err != nil {
+		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
+			m.log.Error("put back the resources of a failed update", "container", c.ID, "err", uerr)
 		}
-		cfg.Linux.Resources = res
-		c.Config = cfg
-	})
+		return fmt.Errorf("update container %s: %w", c.ID, err)
+	}
+	return failpoint.Check("UpdateContainerResources/record")
 }
+
+// applyResources puts res in force for c and returns how to put back what
+// was in force before. A created container is not known to the runtime
+// yet: the values go into the spec it will be started from. A running
+// one's are those last recorded, or, never updated, its spec's.
+func (m *Manager) applyResources(ctx context.Context, rt *ociruntime.Runtime, c Container, res *specs.LinuxResources) (func(context.Context) error, error) {
+	var old *specs.LinuxResources
+	if prev := c.Config.GetLinux().GetResources(); prev != nil && c.State != Created {
+		old = ocispec.UpdateResources(prev, m.cfg.Hugetlb)
+	} else {
+		spec, err := m.readSpec(c.ID)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Linux != nil {
+			old = spec.Linux.Resources
+		}
+	}
+	if c.State == Created {
+		if err := m.updateSpecResources(c.ID, res); err != nil {
+			return nil, err
+		}
+		return func(context.Context) error { return m.setSpecResources(c.ID, old) }, nil
+	}
+	old = liftUnset(old)
+	if err := rt.Update(ctx, c.ID, res); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return rt.Update(ctx, c.ID, old) }, nil
+}
+
+// liftUnset is res with no CPU quota or memory limit where it sets none, so
+// that putting res back lifts one an update set.
+func liftUnset(res *specs.LinuxResources) *specs.LinuxResources {
+	out := &specs.LinuxResources{}
+	if res != nil {
+		*out = *res
+	}
+	if out.CPU == nil || out.CPU.Quota == nil {
+		cpu := specs.LinuxCPU{}
+		if out.CPU != nil {
+			cpu = *out.CPU
+		}
+		cpu.Quota = ptrTo(int64(-1))
+		out.CPU = &cpu
+	}
+	if out.Memory == nil || out.Memory.Limit == nil {
+		mem := specs.LinuxMemory{}
+		if out.Memory != nil {
+			mem = *out.Memory
+		}
+		mem.Limit = ptrTo(int64(-1))
+		out.Memory = &mem
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // updateSpecResources replaces the cgroup resources in c's OCI spec.
 func (m *Manager) updateSpecResources(id string, res *specs.LinuxResources) error {
@@ -119,6 +185,19 @@ func (m *Manager) updateSpecResources(id string, res *specs.LinuxResources) erro
 	// Device rules are the spec's own, not part of an update.
 	if spec.Linux.Resources != nil {
 		res.Devices = spec.Linux.Resources.Devices
+	}
+	spec.Linux.Resources = res
+	return writeSpec(m.bundle(id), spec)
+}
+
+// setSpecResources puts res, whole, in c's OCI spec.
+func (m *Manager) setSpecResources(id string, res *specs.LinuxResources) error {
+	spec, err := m.readSpec(id)
+	if err != nil {
+		return err
+	}
+	if spec.Linux == nil {
+		spec.Linux = &specs.Linux{}
 	}
 	spec.Linux.Resources = res
 	return writeSpec(m.bundle(id), spec)

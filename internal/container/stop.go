@@ -62,35 +62,55 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 			c.ExitCode = 137
 		})
 	}
+	exited := false
 	if c.State == Running && timeout > 0 {
 		sig := m.stopSignal(c)
 		if err := rt.Kill(ctx, c.ID, sig, false); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("stop container %s: signal %v: %w", c.ID, sig, err)
 		}
+		// The signal is sent: the container may be on its way out, and a
+		// restart adopts it, running or exited, either way.
+		if err := failpoint.Check("StopContainer/signal"); err != nil {
+			return err
+		}
 		graceCtx, cancel := context.WithTimeout(ctx, timeout)
-		exited := waitExited(graceCtx, e)
+		exited = waitExited(graceCtx, e)
 		cancel()
 		if exited {
 			m.log.Info("container stopped", "container", c.ID)
-			return nil
 		}
 	}
-	if err := rt.Kill(ctx, c.ID, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("stop container %s: SIGKILL: %w", c.ID, err)
+	if !exited {
+		if err := m.kill(ctx, e, rt); err != nil {
+			return err
+		}
+	}
+	// The exit is recorded: a restart lists the container exited.
+	return failpoint.Check("StopContainer/recorded")
+}
+
+// kill SIGKILLs the container and waits until its exit is recorded.
+func (m *Manager) kill(ctx context.Context, e *entry, rt *ociruntime.Runtime) error {
+	id := e.c.ID
+	if err := rt.Kill(ctx, id, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("stop container %s: SIGKILL: %w", id, err)
+	}
+	if err := failpoint.Check("StopContainer/kill"); err != nil {
+		return err
 	}
 	killCtx, cancel := context.WithTimeout(ctx, killWait)
 	defer cancel()
 	if !waitExited(killCtx, e) {
 		// The monitor has not reported: believe the runtime if it says
 		// the container is gone, rather than the state machine.
-		st, err := rt.State(ctx, c.ID)
+		st, err := rt.State(ctx, id)
 		if !errdefs.IsNotFound(err) && (err != nil || st.Status != ociruntime.StatusStopped) {
-			return fmt.Errorf("stop container %s: still running %s after SIGKILL: %w", c.ID, killWait, context.DeadlineExceeded)
+			return fmt.Errorf("stop container %s: still running %s after SIGKILL: %w", id, killWait, context.DeadlineExceeded)
 		}
-		m.log.Warn("container gone without its monitor's report", "container", c.ID)
+		m.log.Warn("container gone without its monitor's report", "container", id)
 		m.recordExit(e, monitor.Exit{ExitCode: 128 + int(syscall.SIGKILL), ExitedAt: time.Now()})
 	}
-	m.log.Info("container killed", "container", c.ID)
+	m.log.Info("container killed", "container", id)
 	return nil
 }
 
@@ -154,7 +174,11 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err := m.teardown(ctx, &c); err != nil {
 		return fmt.Errorf("remove container %s: %w", c.ID, err)
 	}
-	return m.forget([]*entry{e})
+	if err := m.forget([]*entry{e}); err != nil {
+		return fmt.Errorf("remove container %s: %w", c.ID, err)
+	}
+	// Gone, record and all: a retry finds nothing to remove.
+	return failpoint.Check("RemoveContainer/record")
 }
 
 // forget deletes the records of torn-down containers, whose op locks the
@@ -231,9 +255,18 @@ func (m *Manager) teardownWith(ctx context.Context, c *Container, mounts []strin
 	if unmountErr == nil {
 		unmountErr = mount.UnmountAll(mounts)
 	}
+	// Each step below is done again by a removal retried, or by the
+	// rollback at restart, however far this one got.
+	if unmountErr == nil {
+		if err := failpoint.Check("RemoveContainer/unmount"); err != nil {
+			return err
+		}
+	}
 	if rtErr == nil {
 		if err := rt.Delete(ctx, c.ID, true); err != nil {
 			errs = append(errs, err)
+		} else if err := failpoint.Check("RemoveContainer/runtime"); err != nil {
+			return err
 		}
 	}
 	// The runtime removes the container's cgroup; one killed while it made

@@ -7,8 +7,14 @@
 // "STEP error" or "STEP kill". Production never sets it: Check is then one
 // comparison with an empty string.
 //
-// Step names are "Operation/step" string literals at the call sites, so a
-// test can list every step from the source (see test/integration).
+// A step that fires first appends its name to the file's Fired companion,
+// so that a test knows the armed step was reached rather than inferring it
+// from the operation's outcome (a daemon may die, or an operation fail, for
+// another reason).
+//
+// Step names are "Operation/step" string literals at the call sites, one
+// call site per name, so a test can list every step from the source (see
+// test/integration).
 package failpoint
 
 import (
@@ -28,8 +34,13 @@ var ErrInjected = errors.New("failure injected by a test")
 // file is read once: arming a process is decided when it starts.
 var file = os.Getenv(Env)
 
+// Fired is the file beside armFile where each step that fired is appended,
+// one name a line.
+func Fired(armFile string) string { return armFile + ".fired" }
+
 // Check is called where step has just been done. It returns nil unless a
-// test armed step: then it returns ErrInjected, or SIGKILLs this process.
+// test armed step: then it records that step fired and returns ErrInjected,
+// or SIGKILLs this process.
 func Check(step string) error {
 	if file == "" {
 		return nil
@@ -39,15 +50,18 @@ func Check(step string) error {
 		return nil
 	}
 	armed, action, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
-	if armed != step {
+	if armed != step || (action != "kill" && action != "error") {
 		return nil
 	}
-	switch action {
-	case "kill":
+	// A test that finds no record fails the step as not reached: a record
+	// that cannot be written is no reason to go on unarmed.
+	if f, err := os.OpenFile(Fired(file), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		_, _ = f.WriteString(step + "\n")
+		_ = f.Close()
+	}
+	if action == "kill" {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
-	case "error":
-		return fmt.Errorf("%s: %w", step, ErrInjected)
 	}
-	return nil
+	return fmt.Errorf("%s: %w", step, ErrInjected)
 }

@@ -148,7 +148,7 @@ func (s *Store) fetchBlob(ctx context.Context, l layerSource, created *createdSe
 	if !existed {
 		created.addBlob(l.desc.Digest.String())
 	}
-	return failpoint.Check("PullImage/blob")
+	return failpoint.Check("PullImage/background-blob")
 }
 
 // unpackLayer unpacks one stored layer blob onto parent unless its
@@ -180,7 +180,7 @@ func (s *Store) unpackStored(ctx context.Context, parent, diffID digest.Digest, 
 		return fmt.Errorf("unpack layer %s: %w", l.desc.Digest, err)
 	}
 	created.addChain(chainID.String())
-	return failpoint.Check("PullImage/unpack")
+	return failpoint.Check("PullImage/unpack-stored")
 }
 
 // createdSet lists what one import added, for cleanup on failure. It is

@@ -9,6 +9,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/crib-dev/crib/internal/content"
+	"github.com/crib-dev/crib/internal/failpoint"
 )
 
 // Remove deletes an image name or a whole image. Given an ID (full, hex or
@@ -16,8 +17,9 @@ import (
 // digest reference it removes only that name; the image goes when it has
 // no tag left (Docker's rule: digests do not keep an image). Blobs and
 // snapshots that no remaining image references and nobody retains are
-// deleted. An absent image or name is not an error; removing an image a
-// container mounts as a volume (see Hold) is errdefs.ErrFailedPrecondition.
+// deleted, with those an earlier removal failed to delete. An absent image
+// or name is not an error; removing an image a container mounts as a
+// volume (see Hold) is errdefs.ErrFailedPrecondition.
 func (s *Store) Remove(ctx context.Context, ref string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -25,10 +27,29 @@ func (s *Store) Remove(ctx context.Context, ref string) error {
 	s.refMu.Lock()
 	defer s.refMu.Unlock()
 	gone, err := s.removeRecord(ref)
-	if err != nil || gone == nil {
+	if err != nil {
 		return err
 	}
-	return s.collectLocked(gone.ChainIDs, gone.Blobs)
+	chains, blobs := s.garbageChains, s.garbageBlobs
+	if gone != nil {
+		chains = dedupe(append(chains, gone.ChainIDs...))
+		blobs = dedupe(append(blobs, gone.Blobs...))
+	}
+	if len(chains)+len(blobs) == 0 {
+		return nil
+	}
+	// The image is gone from the records; what it alone used goes next,
+	// or, should that fail, at the next removal.
+	err = failpoint.Check("RemoveImage/record")
+	if err == nil {
+		err = s.collectLocked(chains, blobs)
+	}
+	if err != nil {
+		s.garbageChains, s.garbageBlobs = chains, blobs
+		return fmt.Errorf("remove image %q: %w", ref, err)
+	}
+	s.garbageChains, s.garbageBlobs = nil, nil
+	return failpoint.Check("RemoveImage/collect")
 }
 
 // removeRecord updates the index and records; it returns the removed

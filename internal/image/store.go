@@ -117,6 +117,10 @@ type Store struct {
 	refMu          sync.Mutex
 	retainedChains map[string]int
 	retainedBlobs  map[string]int
+	// garbageChains and garbageBlobs lost their last reference in a
+	// removal that then failed to delete them; the next removal tries
+	// again (and the next start's Prune, should none come).
+	garbageChains, garbageBlobs []string
 	// mountedBy names, per image ID, the containers that mount the image
 	// as a volume: such an image cannot be removed.
 	mountedBy map[string]map[string]bool

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/cgroupfs"
 	cv "github.com/crib-dev/crib/internal/crivalidate"
+	"github.com/crib-dev/crib/internal/failpoint"
 )
 
 // cgroupRoot is where the cgroup file system is mounted.
@@ -24,7 +25,10 @@ const cgroupRoot = "/sys/fs/cgroup"
 // was given) crib resizes, to the sum: CPU shares, the CFS quota and the
 // memory limit, a limit not given being lifted (cpusets, hugepages and
 // unified keys are recorded, not applied: the containers' own cgroups carry
-// them). Asking twice for the same figures is the same as asking once.
+// them). Asking twice for the same figures is the same as asking once. A
+// resize that fails once the new limits are in force puts back those crib
+// set last (none: no limit, 1024 CPU shares); a restart in between keeps the new
+// limits and the old record, which the same figures asked again mend.
 func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
 	if id == "" {
 		return fmt.Errorf("pod_sandbox_id is empty: %w", errdefs.ErrInvalidArgument)
@@ -46,19 +50,29 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	if s.State != Ready {
 		return fmt.Errorf("resize sandbox %s: it is %s: %w", s.ID, s.State, errdefs.ErrFailedPrecondition)
 	}
+	prev := s.Limits
 	if s.OwnCgroup {
-		if err := m.applyLimits(ctx, s.CgroupParent, podLimits(overhead, resources)); err != nil {
+		l := podLimits(overhead, resources)
+		if err := m.applyLimits(ctx, s.CgroupParent, l); err != nil {
 			return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
 		}
+		s.Limits = &l
 	}
-	cfg := proto.Clone(s.Config).(*runtimeapi.PodSandboxConfig)
-	if cfg.Linux == nil {
-		cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+	err = failpoint.Check("UpdatePodSandboxResources/cgroup")
+	if err == nil {
+		cfg := proto.Clone(s.Config).(*runtimeapi.PodSandboxConfig)
+		if cfg.Linux == nil {
+			cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+		}
+		cfg.Linux.Overhead, cfg.Linux.Resources = overhead, resources
+		s.Config = cfg
+		err = m.save(s)
 	}
-	cfg.Linux.Overhead, cfg.Linux.Resources = overhead, resources
-	s.Config = cfg
-	if err := m.save(s); err != nil {
-		return err
+	if err != nil {
+		if s.OwnCgroup {
+			m.restoreLimits(context.WithoutCancel(ctx), s.ID, s.CgroupParent, prev)
+		}
+		return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
 	}
 	m.mu.Lock()
 	if cur, ok := m.byID[s.ID]; ok {
@@ -66,7 +80,20 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	}
 	m.mu.Unlock()
 	m.log.Info("sandbox resized", "sandbox", s.ID, "own_cgroup", s.OwnCgroup)
-	return nil
+	return failpoint.Check("UpdatePodSandboxResources/record")
+}
+
+// restoreLimits puts back on a pod cgroup the limits of its record after a
+// resize that failed: those crib set last, or, when it set none, no limit
+// and cgroup v1's default CPU shares.
+func (m *Manager) restoreLimits(ctx context.Context, id, cgroup string, prev *cgroupfs.Limits) {
+	l := cgroupfs.Unlimited(cgroupfs.DefaultShares)
+	if prev != nil {
+		l = *prev
+	}
+	if err := m.applyLimits(ctx, cgroup, l); err != nil {
+		m.log.Error("put back the limits of a failed resize", "sandbox", id, "err", err)
+	}
 }
 
 // podLimits sums a pod's resources and overhead into its cgroup's limits

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/netns"
@@ -58,6 +59,9 @@ type Sandbox struct {
 	CgroupParent string
 	// OwnCgroup is set when crib chose CgroupParent and must remove it.
 	OwnCgroup bool
+	// Limits are those crib last set on the pod cgroup it made (resize),
+	// nil while it set none.
+	Limits *cgroupfs.Limits
 }
 
 // PIDNS returns the path of the pod's shared PID namespace, or "".

@@ -2,24 +2,31 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -36,6 +43,7 @@ func failpointSteps(t *testing.T) []string {
 	t.Helper()
 	var steps []string
 	fset := token.NewFileSet()
+	at := map[string]token.Position{}
 	err := filepath.WalkDir("../../internal", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
@@ -65,6 +73,12 @@ func failpointSteps(t *testing.T) []string {
 			if err != nil {
 				t.Errorf("%s: %v", fset.Position(call.Pos()), err)
 			}
+			// A step reached on one path of two would pass for both.
+			if first, ok := at[step]; ok {
+				t.Errorf("step %s is checked at %s and at %s: give each call site its own name", step, first, fset.Position(call.Pos()))
+				return true
+			}
+			at[step] = fset.Position(call.Pos())
 			steps = append(steps, step)
 			return true
 		})
@@ -74,9 +88,7 @@ func failpointSteps(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	sort.Strings(steps)
-	// A step may be checked on more than one path (a layer streamed or
-	// unpacked from content).
-	return slices.Compact(steps)
+	return steps
 }
 
 // fpEnv is a daemon armed through a failpoint file, and a registry image of
@@ -84,7 +96,9 @@ func failpointSteps(t *testing.T) []string {
 type fpEnv struct {
 	*env
 	armFile string
-	pullRef string
+	reg     *gatedRegistry
+	// reached is set once the armed step is known to have fired.
+	reached bool
 }
 
 func (f *fpEnv) arm(step, mode string) {
@@ -96,29 +110,51 @@ func (f *fpEnv) arm(step, mode string) {
 
 func (f *fpEnv) disarm() {
 	f.t.Helper()
-	if err := os.Remove(f.armFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		f.t.Fatal(err)
+	for _, p := range []string{f.armFile, failpoint.Fired(f.armFile)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			f.t.Fatal(err)
+		}
 	}
 }
 
-// injected checks what an armed operation returned: the injected error in
-// error mode, a lost connection in kill mode, after which the daemon, dead
-// by its own hand, is started again.
+// fired reports whether the daemon recorded that step fired.
+func (f *fpEnv) fired(step string) bool {
+	f.t.Helper()
+	data, err := os.ReadFile(failpoint.Fired(f.armFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.t.Fatal(err)
+	}
+	return slices.Contains(strings.Split(string(data), "\n"), step)
+}
+
+// injected checks that the armed step fired and what the operation
+// returned: the injected failure of that step in error mode, a lost
+// connection in kill mode, after which the daemon, dead by its own hand,
+// is started again.
 func (f *fpEnv) injected(step, mode string, err error) {
 	f.t.Helper()
+	if mode == "kill" {
+		deadline := time.Now().Add(testutil.Patience(10 * time.Second))
+		for err != nil && f.d.Running() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	f.reached = f.fired(step)
 	f.disarm()
+	if !f.reached {
+		if !f.d.Running() {
+			f.d.Restart(f.t) // dead of something else: the next steps need it
+		}
+		f.t.Fatalf("%s armed to %s: the step was not reached (the operation returned %v)", step, mode, err)
+	}
 	switch mode {
 	case "error":
-		if err == nil || !strings.Contains(err.Error(), failpoint.ErrInjected.Error()) {
-			f.t.Fatalf("%s armed to fail: the operation returned %v, want the injected failure (is the step reached?)", step, err)
+		if err == nil || !strings.Contains(err.Error(), step+": "+failpoint.ErrInjected.Error()) {
+			f.t.Fatalf("%s armed to fail: the operation returned %v, want the step's injected failure", step, err)
 		}
 	case "kill":
 		if err == nil {
-			f.t.Fatalf("%s armed to kill the daemon: the operation succeeded (is the step reached?)", step)
-		}
-		deadline := time.Now().Add(testutil.Patience(10 * time.Second))
-		for f.d.Running() && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+			f.t.Fatalf("%s armed to kill the daemon: the operation succeeded", step)
 		}
 		if f.d.Running() {
 			f.t.Fatalf("%s armed to kill the daemon: it still runs (the operation returned %v)", step, err)
@@ -222,15 +258,161 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		f.removeAllAndCheck(f.t)
 		return "RemovePodSandbox again succeeds and the pod is gone; nothing left"
 	},
+	"StopContainer": func(f *fpEnv, step, mode string) string {
+		pod := f.podConfig("fp")
+		podID := f.runPod(pod)
+		// sleep as its PID namespace's init ignores SIGTERM: the stop
+		// sends it, waits out the timeout, then sends SIGKILL.
+		id := f.run(podID, pod, f.ctrConfig("c", "sleep", "3600"))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		stop := &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}
+		f.arm(step, mode)
+		_, err := f.rt().StopContainer(f.ctx(), stop)
+		f.injected(step, mode, err)
+		if _, err := f.rt().StopContainer(f.ctx(), stop); err != nil {
+			f.t.Errorf("StopContainer again: %v", err)
+		}
+		if st := f.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 {
+			f.t.Errorf("container after StopContainer again: %s, exit code %d; want EXITED, 137", st.State, st.ExitCode)
+		}
+		f.removeAllAndCheck(f.t)
+		return "StopContainer again succeeds, the container EXITED by SIGKILL; nothing left after removal"
+	},
+	"RemoveContainer": func(f *fpEnv, step, mode string) string {
+		pod := f.podConfig("fp")
+		podID := f.runPod(pod)
+		id := f.run(podID, pod, f.ctrConfig("c", "sleep", "3600"))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		f.arm(step, mode)
+		_, err := f.rt().RemoveContainer(f.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: id})
+		f.injected(step, mode, err)
+		// Stopped first, the container is listed EXITED until its record
+		// goes, the last step.
+		ctrs := f.listContainers()
+		if step == "RemoveContainer/record" {
+			if len(ctrs) != 0 {
+				f.t.Errorf("containers listed after their record was removed: %v", ctrs)
+			}
+		} else if len(ctrs) != 1 || ctrs[0] != id {
+			f.t.Errorf("containers listed after a removal cut short: %v, want [%s]", ctrs, id)
+		} else if st := f.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			f.t.Errorf("container after a removal cut short: %s, want EXITED", st.State)
+		}
+		if _, err := f.rt().RemoveContainer(f.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+			f.t.Errorf("RemoveContainer again: %v", err)
+		}
+		if ctrs := f.listContainers(); len(ctrs) != 0 {
+			f.t.Errorf("containers listed after RemoveContainer again: %v", ctrs)
+		}
+		f.removeAllAndCheck(f.t)
+		return "the container listed EXITED until its record goes, then not; RemoveContainer again succeeds; no mount, runc container, bundle, cgroup left"
+	},
+	"UpdateContainerResources": func(f *fpEnv, step, mode string) string {
+		pod := f.podConfig("fp")
+		podID := f.runPod(pod)
+		id := f.run(podID, pod, f.limitedConfig("c", 64*mib, 50000, "sleep", "3600"))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		update := &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{
+			MemoryLimitInBytes: 96 * mib, CpuPeriod: 100000, CpuQuota: 120000, CpuShares: 1024,
+		}}
+		f.arm(step, mode)
+		_, err := f.rt().UpdateContainerResources(f.ctx(), update)
+		f.injected(step, mode, err)
+		recorded := f.status(id).GetResources().GetLinux().GetMemoryLimitInBytes()
+		switch {
+		case step == "UpdateContainerResources/record":
+			// Recorded and in force: done, though it answered a failure.
+			f.wantLimits(id, 96*mib, 120000, 1024)
+			if recorded != 96*mib {
+				f.t.Errorf("status memory limit after the update was recorded: %d, want %d", recorded, 96*mib)
+			}
+		case mode == "error":
+			// Undone: the old values back in the cgroup and in status.
+			f.wantLimits(id, 64*mib, 50000, 512)
+			if recorded != 64*mib {
+				f.t.Errorf("status memory limit after a failed update: %d, want the old %d", recorded, 64*mib)
+			}
+		default:
+			// In force, not recorded: status shows the old values, which
+			// the kubelet, comparing with what it asked, asks again.
+			if recorded != 64*mib {
+				f.t.Errorf("status memory limit after a restart before the record: %d, want the old %d", recorded, 64*mib)
+			}
+		}
+		if _, err := f.rt().UpdateContainerResources(f.ctx(), update); err != nil {
+			f.t.Fatalf("UpdateContainerResources again: %v", err)
+		}
+		f.wantLimits(id, 96*mib, 120000, 1024)
+		if got := f.status(id).GetResources().GetLinux().GetMemoryLimitInBytes(); got != 96*mib {
+			f.t.Errorf("status memory limit after UpdateContainerResources again: %d, want %d", got, 96*mib)
+		}
+		f.removeAllAndCheck(f.t)
+		return "error: the old limits back in the cgroup and status (done at /record); kill: status old until the retry; the retry puts the new in both"
+	},
+	"UpdatePodSandboxResources": func(f *fpEnv, step, mode string) string {
+		pod := f.podConfig("fp")
+		podID := f.runPod(pod)
+		id := f.run(podID, pod, f.ctrConfig("c", "sleep", "3600"))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		podCgroup := f.podCgroup(id)
+		resize := func(memory, quota int64) error {
+			_, err := f.rt().UpdatePodSandboxResources(f.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
+				PodSandboxId: podID,
+				Resources:    &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: quota, MemoryLimitInBytes: memory},
+			})
+			return err
+		}
+		// Resized once, so that a failed resize has limits of crib's to
+		// put back.
+		if err := resize(48*mib, 40000); err != nil {
+			f.t.Fatalf("UpdatePodSandboxResources: %v", err)
+		}
+		f.arm(step, mode)
+		err := resize(64*mib, 50000)
+		f.injected(step, mode, err)
+		if step == "UpdatePodSandboxResources/cgroup" && mode == "error" {
+			podCgroup.want(f.t, strconv.Itoa(48*mib), "40000")
+		} else {
+			podCgroup.want(f.t, strconv.Itoa(64*mib), "50000")
+		}
+		if err := resize(64*mib, 50000); err != nil {
+			f.t.Fatalf("UpdatePodSandboxResources again: %v", err)
+		}
+		podCgroup.want(f.t, strconv.Itoa(64*mib), "50000")
+		f.removeAllAndCheck(f.t)
+		return "error at /cgroup: the pod cgroup's previous limits back; otherwise the new in force; the retry puts the new; nothing left"
+	},
+	"RemoveImage": func(f *fpEnv, step, mode string) string {
+		before := f.imageFiles()
+		ref := &runtimeapi.ImageSpec{Image: f.reg.ref}
+		if _, err := f.d.Images.PullImage(f.ctx(), &runtimeapi.PullImageRequest{Image: ref}); err != nil {
+			f.t.Fatalf("PullImage: %v", err)
+		}
+		f.arm(step, mode)
+		_, err := f.d.Images.RemoveImage(f.ctx(), &runtimeapi.RemoveImageRequest{Image: ref})
+		f.injected(step, mode, err)
+		st, err := f.d.Images.ImageStatus(f.ctx(), &runtimeapi.ImageStatusRequest{Image: ref})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if st.Image != nil {
+			f.t.Errorf("the image is listed after its record was removed")
+		}
+		if _, err := f.d.Images.RemoveImage(f.ctx(), &runtimeapi.RemoveImageRequest{Image: ref}); err != nil {
+			f.t.Errorf("RemoveImage again: %v", err)
+		}
+		f.sameImageFiles(before, "the removal and its retry")
+		return "the image not listed; RemoveImage again (error) or the restart (kill) deletes its blobs and snapshots"
+	},
 	"PullImage": func(f *fpEnv, step, mode string) string {
 		f.t.Cleanup(func() {
-			_, _ = f.d.Images.RemoveImage(context.Background(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: f.pullRef}})
+			_, _ = f.d.Images.RemoveImage(context.Background(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}})
 		})
 		before := f.imageFiles()
 		f.arm(step, mode)
-		_, err := f.d.Images.PullImage(f.ctx(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: f.pullRef}})
+		_, err := f.d.Images.PullImage(f.ctx(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}})
 		f.injected(step, mode, err)
-		st, err := f.d.Images.ImageStatus(f.ctx(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: f.pullRef}})
+		st, err := f.d.Images.ImageStatus(f.ctx(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}})
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -238,20 +420,16 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 			f.t.Errorf("the image is listed after its pull failed")
 		}
 		if st.Image == nil {
-			if after := f.imageFiles(); !equalStrings(before, after) {
-				f.t.Errorf("the failed pull left files in the image store:\n  before %v\n  after  %v", before, after)
-			}
+			f.sameImageFiles(before, "the failed pull")
 		}
 		// The retry pulls it whole; removed, nothing of it is left.
-		if _, err := f.d.Images.PullImage(f.ctx(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: f.pullRef}}); err != nil {
+		if _, err := f.d.Images.PullImage(f.ctx(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}}); err != nil {
 			f.t.Fatalf("PullImage again: %v", err)
 		}
-		if _, err := f.d.Images.RemoveImage(f.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: f.pullRef}}); err != nil {
+		if _, err := f.d.Images.RemoveImage(f.ctx(), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: f.reg.ref}}); err != nil {
 			f.t.Fatal(err)
 		}
-		if after := f.imageFiles(); !equalStrings(before, after) {
-			f.t.Errorf("pull and removal left files in the image store:\n  before %v\n  after  %v", before, after)
-		}
+		f.sameImageFiles(before, "pull and removal")
 		return "no image listed (error); no blob, snapshot or temp file left; the retry pulls it and removal leaves nothing"
 	},
 }
@@ -313,38 +491,125 @@ func (f *fpEnv) imageFiles() []string {
 	return out
 }
 
-func equalStrings(a, b []string) bool {
-	return strings.Join(a, "\n") == strings.Join(b, "\n")
+// sameImageFiles checks that the image store holds the files it held
+// before what did, and names those that differ.
+func (f *fpEnv) sameImageFiles(before []string, what string) {
+	f.t.Helper()
+	after := f.imageFiles()
+	var added, gone []string
+	for _, p := range after {
+		if _, ok := slices.BinarySearch(before, p); !ok {
+			added = append(added, p)
+		}
+	}
+	for _, p := range before {
+		if _, ok := slices.BinarySearch(after, p); !ok {
+			gone = append(gone, p)
+		}
+	}
+	if len(added)+len(gone) > 0 {
+		f.t.Errorf("%s changed the image store's files:\n  added %v\n  removed %v", what, added, gone)
+	}
 }
 
-// pushUniqueImage pushes an image of one random layer to the loopback
-// registry under a name of this run, so that no other image shares its
-// blobs and every step of its pull does work.
-func pushUniqueImage(t *testing.T) string {
+// gatedRegistry serves the image of the pull steps, of two layers of
+// random bytes (no other image shares them, so every step of its pull does
+// work), from a registry of the test's own. It holds the download of the
+// first layer until the second's has begun: a pull streams its first
+// layer, so the second is certain to be fetched in the background and then
+// unpacked from content, the steps a pull of one layer never reaches.
+type gatedRegistry struct {
+	host          string // the registry's host:port
+	ref           string // the image, as the daemon pulls it
+	first, second string // the layers' blob digests
+	mu            sync.Mutex
+	secondAsked   chan struct{}
+	asked         bool
+}
+
+func newGatedRegistry(t *testing.T) *gatedRegistry {
 	t.Helper()
-	noise := make([]byte, 64<<10)
-	if _, err := rand.Read(noise); err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layerOf(t, map[string]string{"noise": string(noise), "etc/hello": "failpoint"}))
+	// The first layer big enough that streaming it is real work.
+	first, second := randomFileLayer(t, "fp/first", 1<<20), randomFileLayer(t, "fp/second", 64<<10)
+	img, err := mutate.AppendLayers(empty.Image, first, second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := fmt.Sprintf("crib-test/failpoint-%d", time.Now().UnixNano())
-	ref, err := name.ParseReference(strings.TrimPrefix(testutil.LoopbackRegistry, "http://")+"/"+repo+":1", name.Insecure)
+	g := &gatedRegistry{secondAsked: make(chan struct{})}
+	for _, l := range []struct {
+		v1.Layer
+		to *string
+	}{{first, &g.first}, {second, &g.second}} {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		*l.to = d.String()
+	}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && !g.gate(r) {
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	g.host = strings.TrimPrefix(srv.URL, "http://")
+	ref, err := name.ParseReference(g.host+"/crib-test/failpoint:1", name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := remote.Write(ref, img); err != nil {
-		t.Skipf("push to the loopback registry: %v", err)
+		t.Fatalf("push the pull steps' image to the test's registry: %v", err)
 	}
-	return "failpoint.test/" + repo + ":1"
+	g.ref = "failpoint.test/crib-test/failpoint:1"
+	return g
 }
 
-// TestFailpoints makes each step of RunPodSandbox, CreateContainer,
-// StartContainer, StopPodSandbox, RemovePodSandbox and PullImage fail, then
-// kill the daemon there, and checks each time that the request fails
-// clearly and nothing is left, and prints the table of what was tested.
+// gate holds a GET of the first layer's blob until the second's was asked
+// for; it reports whether the request is to be served (its client may
+// have gone meanwhile).
+func (g *gatedRegistry) gate(r *http.Request) bool {
+	switch path.Base(r.URL.Path) {
+	case g.second:
+		g.mu.Lock()
+		if !g.asked {
+			g.asked = true
+			close(g.secondAsked)
+		}
+		g.mu.Unlock()
+	case g.first:
+		g.mu.Lock()
+		asked := g.secondAsked
+		g.mu.Unlock()
+		select {
+		case <-asked:
+		case <-r.Context().Done():
+			return false
+		}
+		// The next pull waits for its own download of the second.
+		g.mu.Lock()
+		g.secondAsked, g.asked = make(chan struct{}), false
+		g.mu.Unlock()
+	}
+	return true
+}
+
+// shortSkips says which steps the -short run leaves to the host's run. The
+// VM suite (-short, emulated, about twenty seconds a step) runs the
+// failure points on the systemd driver, in kill mode only, whose recovery
+// removes what the step made through systemd, and only the steps by which
+// a cgroup exists: no step of an image, none of CreateContainer before
+// runc made the container.
+func shortSkips(op, step string) bool {
+	return op == "PullImage" || op == "RemoveImage" || (op == "CreateContainer" && step != "CreateContainer/created")
+}
+
+// TestFailpoints makes each step of every operation that has failure
+// points fail, then kills the daemon there, and checks each time that the
+// step was reached, that the request fails clearly and that what is left
+// is consistent (undone, or recovered at restart) with nothing leaked. It
+// logs a table line per step and mode, and the whole table at the end.
 func TestFailpoints(t *testing.T) {
 	testutil.RequiresRoot(t)
 	t.Parallel()
@@ -352,58 +617,68 @@ func TestFailpoints(t *testing.T) {
 	if len(steps) == 0 {
 		t.Fatal("no failpoint.Check in internal/")
 	}
+	ops := map[string]bool{}
+	for _, step := range steps {
+		op, _, _ := strings.Cut(step, "/")
+		ops[op] = true
+	}
+	for op := range failpointDrivers {
+		if !ops[op] {
+			t.Errorf("failpointDrivers drives %s, which has no failure point in internal/", op)
+		}
+	}
 	img := testutil.Busybox(t)
 	armFile := filepath.Join(t.TempDir(), "armed")
-	pullRef := pushUniqueImage(t)
+	reg := newGatedRegistry(t)
 	d := testutil.StartDaemon(t, testutil.Options{
 		Image:      &img,
 		Env:        []string{failpoint.Env + "=" + armFile},
-		Registries: map[string][]string{"failpoint.test": {testutil.LoopbackRegistry}},
+		Registries: map[string][]string{"failpoint.test": {"http://" + reg.host}},
 	})
-	type row struct{ step, errTested, killTested, checked string }
+	type row struct{ step, mode, reached, result, checked string }
 	var rows []row
 	for _, step := range steps {
 		op, _, _ := strings.Cut(step, "/")
 		drive, ok := failpointDrivers[op]
-		if !ok {
-			t.Errorf("step %s: no test drives %s (add it to failpointDrivers)", step, op)
-			rows = append(rows, row{step, "NO", "NO", "(no driver)"})
-			continue
-		}
-		r := row{step: step, errTested: "FAILED", killTested: "FAILED"}
-		modes := []string{"error", "kill"}
-		if testing.Short() {
-			// The VM suite (-short, emulated, about twenty seconds a step)
-			// runs them on the systemd driver: kill mode only, whose
-			// recovery removes what the step made through systemd, and only
-			// the steps by which a cgroup exists (no pull step, no step of
-			// CreateContainer before runc made the container). The host's
-			// run tests every step both ways.
-			if op == "PullImage" || (op == "CreateContainer" && step != "CreateContainer/created") {
-				r.errTested, r.killTested, r.checked = "-short: no", "-short: no", "(the host's run)"
-				rows = append(rows, r)
-				continue
+		for _, mode := range []string{"error", "kill"} {
+			r := row{step: step, mode: mode, reached: "no", result: "FAIL"}
+			switch {
+			case !ok:
+				t.Errorf("step %s: no test drives %s (add it to failpointDrivers)", step, op)
+				r.checked = "(no driver)"
+			case testing.Short() && (mode == "error" || shortSkips(op, step)):
+				r.reached, r.result, r.checked = "-short: not run", "-", "(the host's run)"
+			default:
+				var ran, reached bool
+				passed := t.Run(step+"/"+mode, func(t *testing.T) {
+					ran = true
+					f := &fpEnv{env: &env{t: t, d: d, img: img}, armFile: armFile, reg: reg}
+					defer func() { reached = f.reached }()
+					defer f.disarm()
+					r.checked = drive(f, step, mode)
+				})
+				switch {
+				case !ran:
+					// Left out by the one who ran the test, with -run.
+					r.reached, r.result, r.checked = "-run: not run", "-", ""
+				case !reached:
+					// The subtest failed already; the table says so too.
+					t.Errorf("step %s, %s mode: not reached", step, mode)
+				default:
+					r.reached = "yes"
+				}
+				if ran && passed {
+					r.result = "PASS"
+				}
 			}
-			modes, r.errTested = []string{"kill"}, "-short: no"
+			t.Logf("| %s | %s | %s | %s |", r.step, r.mode, r.reached, r.result)
+			rows = append(rows, r)
 		}
-		for _, mode := range modes {
-			ok := t.Run(step+"/"+mode, func(t *testing.T) {
-				f := &fpEnv{env: &env{t: t, d: d, img: img}, armFile: armFile, pullRef: pullRef}
-				defer f.disarm()
-				r.checked = drive(f, step, mode)
-			})
-			if ok && mode == "error" {
-				r.errTested = "yes"
-			} else if ok {
-				r.killTested = "yes"
-			}
-		}
-		rows = append(rows, r)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| step | failure tested | kill -9 tested | what was checked |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| step | mode | reached | result | what was checked |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.step, r.errTested, r.killTested, r.checked)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.step, r.mode, r.reached, r.result, r.checked)
 	}
-	t.Logf("failure points (%d steps):\n%s", len(rows), b.String())
+	t.Logf("failure points (%d steps, %d runs):\n%s", len(steps), len(rows), b.String())
 }
