@@ -27,7 +27,8 @@ skip_pkgs=(test/load)
 # cgroup v2 or systemd (requests refused, streaming, exec, logs, images, events, the CLI and
 # crictl) are not run again here, and critest covers the CRI surface on the systemd driver. So:
 # the root-only package tests but the CLI's and the image store's; on the systemd driver the
-# integration tests that make, limit, measure, recover or remove cgroups and systemd units;
+# integration tests that make, limit, measure, recover or remove cgroups and systemd units, and
+# TestMountOptions (volume mount flags applied by the VM's runc under systemd);
 # critest; the cgroup tests on cgroupfs; the agent's scenarios that size, resize and remove pod
 # cgroups, and its leak check (its kill -9 tests run on the host); and the install suite last (it
 # installs crib on the guest, and uninstalls it).
@@ -37,6 +38,7 @@ if [ "${1:-}" = ci ]; then
 	host_kind+='|TestSystemd|TestStats|TestOOM|TestCgroup|TestCDI|TestUpdatePodSandboxResources|TestPodSandboxMetrics'
 	host_kind+='|TestDaemonRestartKeepsContainers|TestRestartDuringStartWaitsForIt|TestContainerUnknownAfterRestart'
 	host_kind+='|TestRemoveUnmountsRuntimeLeftovers'
+	host_kind+='|TestMountOptions'
 	set -- root "integration-systemd=^($host_kind)" critest-systemd \
 		'integration-cgroupfs=^(TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox)' \
 		'agent=^TestScenarios$/^(parallel|NoLeaks)$/^(ResizeInPlace|DeletedManifestTearsDown|InitContainersInOrder|NativeSidecar)$' \
