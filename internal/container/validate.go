@@ -55,6 +55,9 @@ func validateFields(cfg *runtimeapi.ContainerConfig) error {
 		if err := cv.Enum(f+".propagation", m.GetPropagation(), runtimeapi.MountPropagation_name); err != nil {
 			return err
 		}
+		if err := cv.MountOptions(f+".mount_options", m.GetMountOptions()); err != nil {
+			return err
+		}
 		if err := validateImageMount(i, m); err != nil {
 			return err
 		}

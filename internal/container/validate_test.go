@@ -3,6 +3,7 @@ package container
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func kubeletContainer() *runtimeapi.ContainerConfig {
 		Envs:       []*runtimeapi.KeyValue{{Key: "KUBERNETES_SERVICE_HOST", Value: []byte("10.96.0.1")}, {Key: "EMPTY"}},
 		Mounts: []*runtimeapi.Mount{
 			{ContainerPath: "/etc/hosts", HostPath: "/var/lib/kubelet/pods/uid/etc-hosts"},
-			{ContainerPath: "/data", HostPath: "/srv/data", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+			{ContainerPath: "/data", HostPath: "/srv/data", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, MountOptions: []string{"nosuid", "nodev"}},
 		},
 		Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/fuse", HostPath: "/dev/fuse", Permissions: "rwm"}},
 		Labels:      map[string]string{"io.kubernetes.container.name": "web", "io.kubernetes.pod.name": strings.Repeat("p", 253)},
@@ -77,6 +78,9 @@ func TestValidate(t *testing.T) {
 		{"relative working_dir", func(c *runtimeapi.ContainerConfig) { c.WorkingDir = "srv" }, "config.working_dir"},
 		{"relative mount", func(c *runtimeapi.ContainerConfig) { c.Mounts[0].ContainerPath = "etc/hosts" }, "config.mounts[0].container_path"},
 		{"unknown propagation", func(c *runtimeapi.ContainerConfig) { c.Mounts[1].Propagation = 3 }, "config.mounts[1].propagation"},
+		{"mount options", func(c *runtimeapi.ContainerConfig) { c.Mounts[1].MountOptions = []string{"noexec", "nosuid", "nodev"} }, ""},
+		{"unsupported mount option", func(c *runtimeapi.ContainerConfig) { c.Mounts[1].MountOptions = []string{"nosuid", "suid"} }, "config.mounts[1].mount_options[1]"},
+		{"repeated mount option", func(c *runtimeapi.ContainerConfig) { c.Mounts[0].MountOptions = []string{"noexec", "noexec"} }, "config.mounts[0].mount_options[1]"},
 		{"relative device", func(c *runtimeapi.ContainerConfig) { c.Devices[0].HostPath = "dev/fuse" }, "config.devices[0].host_path"},
 		{"device permissions", func(c *runtimeapi.ContainerConfig) { c.Devices[0].Permissions = "rwx" }, "config.devices[0].permissions"},
 		{"bad label key", func(c *runtimeapi.ContainerConfig) { c.Labels["a/b/c"] = "" }, "config.labels"},
@@ -193,6 +197,11 @@ func FuzzValidateContainerConfig(f *testing.F) {
 			}
 			if _, ok := runtimeapi.MountPropagation_name[int32(m.GetPropagation())]; !ok {
 				t.Fatalf("accepted propagation %d", m.GetPropagation())
+			}
+			for j, o := range m.GetMountOptions() {
+				if (o != "noexec" && o != "nodev" && o != "nosuid") || slices.Contains(m.GetMountOptions()[:j], o) {
+					t.Fatalf("accepted mount options %q", m.GetMountOptions())
+				}
 			}
 		}
 		for _, a := range append(cfg.GetCommand(), cfg.GetArgs()...) {

@@ -23,8 +23,10 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			network,
 		}},
 		// crib resolves supplemental groups itself, from the image's
-		// /etc/group, so both policies work with any OCI runtime.
-		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+		// /etc/group, so both policies work with any OCI runtime. The mount
+		// options it takes (noexec, nodev, nosuid) are flags every OCI
+		// runtime applies to a bind mount.
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true},
 	}
 	for _, h := range s.currentInfo().Handlers {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{

@@ -1,6 +1,7 @@
 package crivalidate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -262,4 +263,35 @@ func TestArgv(t *testing.T) {
 	wantField(t, "env key with =", EnvKey("k", "A=B"), "k")
 	wantField(t, "empty env key", EnvKey("k", ""), "k")
 	wantField(t, "env key", EnvKey("k", "PATH"), "")
+}
+
+func TestMountOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []string
+		want string
+	}{
+		{"none", nil, ""},
+		{"the kubelet's three", []string{"nosuid", "nodev", "noexec"}, ""},
+		{"one", []string{"noexec"}, ""},
+		{"undoes a restriction", []string{"noexec", "exec"}, "f[1]"},
+		{"has a field of its own", []string{"ro"}, "f[0]"},
+		{"propagation", []string{"rshared"}, "f[0]"},
+		{"atime", []string{"noatime"}, "f[0]"},
+		{"upper case", []string{"NOEXEC"}, "f[0]"},
+		{"with a value", []string{"noexec=1"}, "f[0]"},
+		{"empty", []string{""}, "f[0]"},
+		{"comma-joined", []string{"noexec,nosuid"}, "f[0]"},
+		{"twice", []string{"nodev", "noexec", "nodev"}, "f[2]"},
+	}
+	for _, tt := range tests {
+		wantField(t, tt.name, MountOptions("f", tt.opts), tt.want)
+	}
+	if err := MountOptions("f", []string{"noexec", "exec"}); err == nil || !strings.Contains(err.Error(), `"exec" is not supported`) {
+		t.Errorf("exec: %v, want an error naming the option", err)
+	}
+	err := MountOptions("f", []string{strings.Repeat("x", 1<<20)})
+	if err == nil || len(err.Error()) > 256 {
+		t.Errorf("a 1 MiB option: error of %d bytes, want one short error", len(fmt.Sprint(err)))
+	}
 }

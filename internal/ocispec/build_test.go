@@ -360,6 +360,48 @@ func TestBuildImageVolume(t *testing.T) {
 	}
 }
 
+// TestBuildMountOptions: a mount's options follow its access mode, so that
+// they add to what readonly, recursive read-only and propagation make, and
+// an id-mapped mount keeps them.
+func TestBuildMountOptions(t *testing.T) {
+	f := newFixture(t)
+	in := f.input()
+	in.RecursiveReadOnlySupported = true
+	pod := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
+	in.Namespaces.User = &UserNamespace{Path: "/run/crib/ns/user", UIDs: pod, GIDs: pod}
+	in.Container.Mounts = []*runtimeapi.Mount{
+		{ContainerPath: "/rw", HostPath: f.hostDir(t, "rw"), MountOptions: []string{"noexec", "nosuid", "nodev"},
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+		{ContainerPath: "/ro", HostPath: f.hostDir(t, "ro"), Readonly: true, MountOptions: []string{"noexec"}},
+		{ContainerPath: "/rro", HostPath: f.hostDir(t, "rro"), Readonly: true, RecursiveReadOnly: true, MountOptions: []string{"nodev"}},
+	}
+	spec, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"/rw":  {"rbind", "rslave", "rw", "noexec", "nosuid", "nodev"},
+		"/ro":  {"rbind", "rprivate", "ro", "noexec"},
+		"/rro": {"rbind", "rprivate", "rro", "nodev"},
+	}
+	for _, m := range spec.Mounts {
+		opts, ok := want[m.Destination]
+		if !ok {
+			continue
+		}
+		if diff := cmp.Diff(opts, m.Options); diff != "" {
+			t.Errorf("%s options (-want +got):\n%s", m.Destination, diff)
+		}
+		if diff := cmp.Diff(pod, m.UIDMappings); diff != "" {
+			t.Errorf("%s uid mappings (-want +got):\n%s", m.Destination, diff)
+		}
+		delete(want, m.Destination)
+	}
+	if len(want) > 0 {
+		t.Errorf("mounts missing from the spec: %v", want)
+	}
+}
+
 func TestBuildCRIDevices(t *testing.T) {
 	requireRoot(t)
 	f := newFixture(t)

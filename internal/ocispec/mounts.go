@@ -114,7 +114,10 @@ func (b *builder) criMounts() ([]specs.Mount, error) {
 }
 
 // convertMount turns CRI mount i into a bind mount. The source must exist;
-// symlinks in it are resolved on the host.
+// symlinks in it are resolved on the host. The mount's options (noexec,
+// nodev, nosuid: the container package refused any other) come after its
+// access mode: they only add flags, which the OCI runtime applies to the
+// bind, id-mapped or not.
 func convertMount(i int, m *runtimeapi.Mount, rroSupported bool, userns *UserNamespace) (specs.Mount, error) {
 	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
 	dst := m.GetContainerPath()
@@ -192,7 +195,8 @@ func IDMappings(ms []*runtimeapi.IDMapping) []specs.LinuxIDMapping {
 // read-only and private whatever the CRI mount asks. In a pod of its own
 // user namespace the caller mounted the image's layers id-mapped already
 // (an overlay cannot be id-mapped again): the bind is not mapped, and the
-// mappings the kubelet sends with it are not used.
+// mappings the kubelet sends with it are not used. Mount options apply as
+// to a host path's (the kubelet sends none for an image volume).
 func imageMount(i int, m *runtimeapi.Mount, src string, userns bool) (specs.Mount, error) {
 	field := func(name string) string { return fmt.Sprintf("mounts[%d].%s", i, name) }
 	dst := m.GetContainerPath()

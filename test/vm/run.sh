@@ -28,16 +28,17 @@ skip_pkgs=(test/load)
 # crictl but its metrics, whose I/O pressure exists on cgroup v2 only) are not run again here,
 # and critest covers the CRI surface on the systemd driver. So: the root-only package tests but
 # the CLI's and the image store's; on the systemd driver the integration tests that make, limit,
-# measure, recover or remove cgroups and systemd units, and crictl's metrics; critest; the cgroup
-# tests on cgroupfs; the agent's scenarios that size, resize and remove pod cgroups, and its leak
-# check (its kill -9 tests run on the host); and the install suite last (it installs crib on the
+# measure, recover or remove cgroups and systemd units, crictl's metrics, and TestMountOptions
+# (volume mount flags applied by the VM's runc under systemd); critest; the cgroup tests on
+# cgroupfs; the agent's scenarios that size, resize and remove pod cgroups, and its leak check
+# (its kill -9 tests run on the host); and the install suite last (it installs crib on the
 # guest, and uninstalls it).
 if [ "${1:-}" = ci ]; then
 	skip_pkgs+=(cmd/crib internal/image)
 	host_kind='TestPodAndContainerLifecycle|TestCrashDuring(RunPodSandbox|CreateAndStartContainer)|TestFailpoints'
 	host_kind+='|TestSystemd|TestStats|TestOOM|TestCgroup|TestCDI|TestUpdatePodSandboxResources|TestPodSandboxMetrics'
 	host_kind+='|TestDaemonRestartKeepsContainers|TestRestartDuringStartWaitsForIt|TestContainerUnknownAfterRestart'
-	host_kind+='|TestRemoveUnmountsRuntimeLeftovers|TestCrictlMetrics'
+	host_kind+='|TestRemoveUnmountsRuntimeLeftovers|TestCrictlMetrics|TestMountOptions'
 	set -- root "integration-systemd=^($host_kind)" critest-systemd \
 		'integration-cgroupfs=^(TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox)' \
 		'agent=^TestScenarios$/^(parallel|NoLeaks)$/^(ResizeInPlace|DeletedManifestTearsDown|InitContainersInOrder|NativeSidecar)$' \

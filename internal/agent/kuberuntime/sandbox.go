@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,12 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runti
 	}
 	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetMode() == runtimeapi.NamespaceMode_POD {
 		if err := m.checkUserNamespaces(ctx, handler); err != nil {
+			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+			return "", nil, err
+		}
+	}
+	if usesBindMountOptions(pod) {
+		if err := m.checkMountOptions(ctx); err != nil {
 			m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
 			return "", nil, err
 		}
@@ -64,4 +71,32 @@ func (m *Manager) checkUserNamespaces(ctx context.Context, handler string) error
 		return nil
 	}
 	return fmt.Errorf("can't set spec.hostUsers: false: the runtime does not list %s with its features, so it does not support user namespaces: %w", what, errdefs.ErrFailedPrecondition)
+}
+
+// usesBindMountOptions says whether any of the pod's containers asks for
+// bind mount options on a volume.
+func usesBindMountOptions(pod *corev1.Pod) bool {
+	asks := func(mounts []corev1.VolumeMount) bool {
+		return slices.ContainsFunc(mounts, func(vm corev1.VolumeMount) bool { return len(vm.BindMountOptions) > 0 })
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if asks(c.VolumeMounts) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return asks(c.VolumeMounts) })
+}
+
+// checkMountOptions refuses a pod that asks for bind mount options from a
+// runtime that does not say it applies them, as the kubelet does: such a
+// runtime would mount the volumes without them.
+func (m *Manager) checkMountOptions(ctx context.Context) error {
+	st, err := m.cfg.Runtime.Status(ctx, false)
+	if err != nil {
+		return fmt.Errorf("can't set volumeMounts[].bindMountOptions: runtime status: %w", fromGRPC(err))
+	}
+	if !st.GetFeatures().GetMountOptions() {
+		return fmt.Errorf("can't set volumeMounts[].bindMountOptions: the runtime does not support mount options: %w", errdefs.ErrFailedPrecondition)
+	}
+	return nil
 }

@@ -17,6 +17,8 @@ import (
 // the host path prepared for that mount in ContainerInput.SubPaths, then
 // the termination-message file. recursiveReadOnly IfPossible is taken as
 // Disabled: whether the runtime supports it is not known here.
+// bindMountOptions go to the runtime as the mount's options; with an image
+// volume they are refused, as the API server refuses them.
 func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 	c := in.Container
 	var mounts []*runtimeapi.Mount
@@ -54,6 +56,8 @@ func makeMounts(in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 			HostPath:      hostPath,
 			Readonly:      vm.ReadOnly || readOnlyVolume(in.Pod, vm.Name),
 			Propagation:   prop,
+			// The runtime refuses any but noexec, nodev and nosuid.
+			MountOptions: vm.BindMountOptions,
 		}
 		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
 			if !vm.ReadOnly || prop != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
@@ -80,6 +84,9 @@ func imageMount(vm *corev1.VolumeMount, image string, env *envList) (*runtimeapi
 	}
 	if vm.MountPropagation != nil && *vm.MountPropagation != corev1.MountPropagationNone {
 		return nil, fmt.Errorf("mountPropagation %q: an image volume is mounted private: %w", *vm.MountPropagation, errdefs.ErrInvalidArgument)
+	}
+	if len(vm.BindMountOptions) > 0 {
+		return nil, fmt.Errorf("bindMountOptions: not supported with an image volume: %w", errdefs.ErrInvalidArgument)
 	}
 	sub, err := subPathOf(vm, env)
 	if err != nil {

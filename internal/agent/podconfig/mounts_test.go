@@ -154,6 +154,16 @@ func TestMounts(t *testing.T) {
 			class:  errdefs.ErrInvalidArgument, msg: []string{"volumeMounts[0] (img)", "'..'"},
 		},
 		{
+			name:   "bindMountOptions",
+			mounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data", BindMountOptions: []string{"noexec", "nosuid"}}},
+			want:   []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: volumes["data"], Propagation: private, MountOptions: []string{"noexec", "nosuid"}}},
+		},
+		{
+			name:   "image volume with bindMountOptions",
+			mounts: []corev1.VolumeMount{{Name: "img", MountPath: "/img", BindMountOptions: []string{"noexec"}}},
+			class:  errdefs.ErrInvalidArgument, msg: []string{"volumeMounts[0] (img)", "bindMountOptions"},
+		},
+		{
 			name:   "image volume with propagation",
 			mounts: []corev1.VolumeMount{{Name: "img", MountPath: "/img", MountPropagation: mode(corev1.MountPropagationHostToContainer)}},
 			class:  errdefs.ErrInvalidArgument, msg: []string{"volumeMounts[0] (img)", "private"},
