@@ -100,7 +100,7 @@ func TestGolden(t *testing.T) {
 				sc := in.Container.Linux.SecurityContext
 				sc.ReadonlyRootfs = true
 				sc.MaskedPaths = []string{"/proc/kcore", "/proc/secret"}
-				sc.ReadonlyPaths = []string{}
+				sc.ReadonlyPaths = nil // an empty list, as it arrives
 				in.Container.Tty = true
 				in.Container.WorkingDir = "/work"
 			},
