@@ -38,5 +38,7 @@
 // its CRI bind mounts are id-mapped by the kubelet's mappings, else the
 // pod's; its CRI image mounts (Input.ImageVolumes), which the caller
 // mounted from id-mapped layers, and the sandbox's files, which are the
-// pod's root's already, are bound unmapped.
+// pod's root's already, are bound unmapped. On the host network such a
+// container gets the host's /sys bound read-only in place of a sysfs it
+// could not mount.
 package ocispec
