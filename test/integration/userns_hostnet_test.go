@@ -62,7 +62,6 @@ func TestUserNamespaceHostNetwork(t *testing.T) {
 	pod.Linux.Sysctls = map[string]string{"kernel.shm_rmid_forced": "1", "user.max_user_namespaces": "7"}
 	podID := e.runPod(pod)
 	cfg := e.usernsCtr(pod, "app", "sleep", "3600")
-	cfg.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
 	cfg.Linux.SecurityContext.MaskedPaths = kubeletMaskedPaths
 	cfg.Linux.SecurityContext.ReadonlyPaths = kubeletReadonlyPaths
 	id := e.run(podID, pod, cfg)
