@@ -8,8 +8,8 @@ import (
 
 // Status reports runtime and network readiness and what each runtime
 // handler supports. Features are advertised only where they work: user
-// namespaces and recursive read-only mounts where the handler's runtime and
-// the kernel make them.
+// namespaces (and with them the host network) and recursive read-only
+// mounts where the handler's runtime and the kernel make them.
 func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	ready, why := s.network.Ready()
 	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: ready}
@@ -33,6 +33,9 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			Name:     h.Name,
 			Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: h.RecursiveReadOnly, UserNamespaces: h.UserNamespaces()},
 		})
+		// A pod in its own user namespace may use the host's network
+		// wherever it may have one at all: the kubelet asks both.
+		resp.Features.UserNamespacesHostNetwork = resp.Features.UserNamespacesHostNetwork || h.UserNamespaces()
 	}
 	if req.GetVerbose() {
 		resp.Info = map[string]string{"config": `{"cgroupDriver":"` + s.info.CgroupDriver + `"}`}

@@ -514,3 +514,48 @@ func TestBuildUserNamespace(t *testing.T) {
 		t.Errorf("mounts missing from the spec: %v", wantMapped)
 	}
 }
+
+// TestBuildSysInUserNamespaceOnHostNetwork: only a container in its pod's
+// user namespace on the host network, which could not mount a sysfs, gets
+// the host's /sys bound, read-only all the way down where "rro" works.
+func TestBuildSysInUserNamespaceOnHostNetwork(t *testing.T) {
+	pod := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
+	sysfs := specs.Mount{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}}
+	bind := func(mode string) specs.Mount {
+		return specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", mode, "nosuid", "nodev", "noexec"}}
+	}
+	tests := []struct {
+		name        string
+		userns, rro bool
+		hostNetwork bool
+		want        specs.Mount
+	}{
+		{name: "userns, host network", userns: true, hostNetwork: true, rro: true, want: bind("rro")},
+		{name: "userns, host network, no rro", userns: true, hostNetwork: true, want: bind("ro")},
+		{name: "userns, pod network", userns: true, rro: true, want: sysfs},
+		{name: "host users, host network", hostNetwork: true, rro: true, want: sysfs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := newFixture(t).input()
+			in.RecursiveReadOnlySupported = tt.rro
+			in.Namespaces.HostNetwork = tt.hostNetwork
+			if tt.userns {
+				in.Namespaces.User = &UserNamespace{Path: "/run/crib/ns/user", UIDs: pod, GIDs: pod}
+			}
+			spec, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []specs.Mount
+			for _, m := range spec.Mounts {
+				if m.Destination == "/sys" {
+					got = append(got, m)
+				}
+			}
+			if diff := cmp.Diff([]specs.Mount{tt.want}, got); diff != "" {
+				t.Errorf("/sys mounts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -30,6 +30,15 @@
 // capability the daemon itself lacks (Input.HostCaps), so privileged means
 // "everything crib holds"; hugepage limits are dropped unless the host has
 // the hugetlb controller (Input.Hugetlb), as containerd does by default;
-// user namespaces, CRI image-volume mounts and id-mapped mounts are not
-// implemented.
+// masked and read-only paths are the CRI's lists alone (none when it sends
+// none, as containerd: the kubelet sends its defaults itself).
+//
+// User namespaces: a container of a pod in its own user namespace joins
+// the pod's pinned one (Namespaces.User) with the pod's id mappings, and
+// its CRI bind mounts are id-mapped by the kubelet's mappings, else the
+// pod's; its CRI image mounts (Input.ImageVolumes), which the caller
+// mounted from id-mapped layers, and the sandbox's files, which are the
+// pod's root's already, are bound unmapped. On the host network such a
+// container gets the host's /sys bound read-only in place of a sysfs it
+// could not mount.
 package ocispec

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -100,9 +101,29 @@ func TestGolden(t *testing.T) {
 				sc := in.Container.Linux.SecurityContext
 				sc.ReadonlyRootfs = true
 				sc.MaskedPaths = []string{"/proc/kcore", "/proc/secret"}
-				sc.ReadonlyPaths = []string{}
+				sc.ReadonlyPaths = nil // an empty list, as it arrives
 				in.Container.Tty = true
 				in.Container.WorkingDir = "/work"
+			},
+		},
+		{
+			// A pod in its own user namespace on the host's network: the
+			// host's /sys bound read-only, no network or UTS namespace.
+			name: "userns_host_network",
+			modify: func(t *testing.T, f *fixture, in *Input) {
+				pod := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}}
+				in.Namespaces = Namespaces{
+					IPCNS: "/run/crib/ns/pod-1234/ipc", PIDNS: "/run/crib/ns/pod-1234/pid", HostNetwork: true,
+					User: &UserNamespace{Path: "/run/crib/ns/pod-1234/user", UIDs: pod, GIDs: pod},
+				}
+				in.RecursiveReadOnlySupported = true
+				in.Sandbox.Hostname = ""
+				in.NodeHostname = "node-1"
+				uids := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: 1 << 16, Length: 1 << 16}}
+				in.Container.Linux.SecurityContext.NamespaceOptions = &runtimeapi.NamespaceOption{
+					Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_POD,
+					UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: uids, Gids: uids},
+				}
 			},
 		},
 		{

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,7 +105,19 @@ func (f *fixture) hostDir(t *testing.T, name string) string {
 	return p
 }
 
-// input is a realistic pod-shared-pid busybox container; tests adjust it.
+// kubeletMaskedPaths and kubeletReadonlyPaths are the lists the kubelet
+// sends for procMount Default (k8s.io/kubernetes pkg/securitycontext,
+// ConvertToRuntimeMaskedPaths and ConvertToRuntimeReadonlyPaths).
+var (
+	kubeletMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+		"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	kubeletReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// input is a realistic pod-shared-pid busybox container, as the kubelet
+// sends it; tests adjust it.
 func (f *fixture) input() Input {
 	podNS := "/run/crib/ns/pod-1234"
 	return Input{
@@ -128,6 +141,8 @@ func (f *fixture) input() Input {
 					NamespaceOptions: &runtimeapi.NamespaceOption{
 						Pid: runtimeapi.NamespaceMode_POD,
 					},
+					MaskedPaths:   slices.Clone(kubeletMaskedPaths),
+					ReadonlyPaths: slices.Clone(kubeletReadonlyPaths),
 				},
 			},
 		},

@@ -26,8 +26,12 @@ func (b *builder) mounts() error {
 	for _, m := range cri {
 		taken[m.Destination] = true
 	}
+	std := standardMounts(b.privileged)
+	if b.in.Namespaces.User != nil && b.in.Namespaces.HostNetwork {
+		std = b.hostSys(std)
+	}
 	var out []specs.Mount
-	for _, m := range append(standardMounts(b.privileged), b.sandboxMounts()...) {
+	for _, m := range append(std, b.sandboxMounts()...) {
 		if taken[m.Destination] || (taken["/dev"] && strings.HasPrefix(m.Destination, "/dev/")) {
 			continue
 		}
@@ -55,6 +59,29 @@ func standardMounts(privileged bool) []specs.Mount {
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", sysMode}},
 		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", sysMode}},
 	}
+}
+
+// hostSys replaces the sysfs mount of std by a read-only bind of the
+// host's /sys, for a container in its pod's user namespace on the host
+// network, as containerd does: sysfs shows the network devices of the
+// network namespace it is mounted in, so the kernel lets only a user
+// namespace that owns that namespace mount one, and the host's belongs to
+// the host. The bind is recursive (the host's mounts under /sys are locked
+// to it in a user namespace) and read-only all the way down where the
+// runtime can ("rro"); elsewhere the mounts under it keep their own mode,
+// and only the host's root, which the pod does not map, may write there.
+func (b *builder) hostSys(std []specs.Mount) []specs.Mount {
+	mode := "ro"
+	if b.in.RecursiveReadOnlySupported {
+		mode = "rro"
+	}
+	out := slices.Clone(std)
+	for i, m := range out {
+		if m.Destination == "/sys" {
+			out[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", mode, "nosuid", "nodev", "noexec"}}
+		}
+	}
+	return out
 }
 
 // sandboxMounts binds the files the sandbox prepared. The /etc files are

@@ -9,37 +9,21 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// defaultMaskedPaths are hidden from unprivileged containers unless the CRI
-// config lists its own.
-var defaultMaskedPaths = []string{
-	"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-	"/sys/firmware", "/sys/devices/virtual/powercap",
-}
-
-// defaultReadonlyPaths are read-only in unprivileged containers unless the
-// CRI config lists its own.
-var defaultReadonlyPaths = []string{
-	"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-}
-
 // security fills no_new_privs, masked and read-only paths, and checks the
 // AppArmor request (crib runs no AppArmor, so only "none" is acceptable).
+//
+// The masked and read-only paths are the CRI's lists, none when it sends
+// none, as containerd takes them: the kubelet sends its default lists for
+// procMount Default and empty ones for Unmasked, and on the wire an empty
+// list and an absent one are the same, so filling in defaults here would
+// mask an Unmasked container. A privileged container gets neither.
 func (b *builder) security() error {
 	b.spec.Process.NoNewPrivileges = b.sc.GetNoNewPrivs()
 	if !b.privileged {
-		b.spec.Linux.MaskedPaths = pathsOr(b.sc.GetMaskedPaths(), defaultMaskedPaths)
-		b.spec.Linux.ReadonlyPaths = pathsOr(b.sc.GetReadonlyPaths(), defaultReadonlyPaths)
+		b.spec.Linux.MaskedPaths = slices.Clone(b.sc.GetMaskedPaths())
+		b.spec.Linux.ReadonlyPaths = slices.Clone(b.sc.GetReadonlyPaths())
 	}
 	return checkAppArmor(b.sc)
-}
-
-// pathsOr returns a copy of cri when it is set (even empty), else of def.
-func pathsOr(cri, def []string) []string {
-	if cri != nil {
-		return slices.Clone(cri)
-	}
-	return slices.Clone(def)
 }
 
 // checkAppArmor accepts RuntimeDefault and Unconfined (both mean no profile

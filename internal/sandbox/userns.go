@@ -18,8 +18,12 @@ const usernsField = "config.linux.security_context.namespace_options.userns_opti
 // NODE). A pod of its own user namespace gives exactly one range for uids
 // and one for gids, each starting at container id 0, not empty, inside the
 // 32-bit id space and not mapping host id 0 (that would give the pod the
-// host's root). Its network, IPC and PID namespaces cannot be the host's:
-// the kernel would not let its root manage them.
+// host's root). Its IPC and PID namespaces cannot be the host's: the
+// kernel would not let its root manage them, nor the pod have its own
+// /proc. Its network can (RuntimeFeatures.user_namespaces_host_network):
+// the pod then sees the host's, cannot change it, and gets the host's /sys
+// read-only (ocispec); a net.* sysctl for it is refused with the others of
+// a host namespace (crivalidate.Sysctls).
 func UserNamespace(ns *runtimeapi.NamespaceOption) (*netns.UserNS, error) {
 	opts := ns.GetUsernsOptions()
 	switch opts.GetMode() {
@@ -38,7 +42,7 @@ func UserNamespace(ns *runtimeapi.NamespaceOption) (*netns.UserNS, error) {
 	for _, host := range []struct {
 		field string
 		mode  runtimeapi.NamespaceMode
-	}{{"network", ns.GetNetwork()}, {"ipc", ns.GetIpc()}, {"pid", ns.GetPid()}} {
+	}{{"ipc", ns.GetIpc()}, {"pid", ns.GetPid()}} {
 		if host.mode == runtimeapi.NamespaceMode_NODE {
 			return nil, fmt.Errorf("config.linux.security_context.namespace_options.%s is NODE: a pod in its own user namespace cannot use the host's: %w", host.field, errdefs.ErrInvalidArgument)
 		}

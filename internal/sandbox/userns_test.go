@@ -53,7 +53,10 @@ func TestUserNamespace(t *testing.T) {
 			UIDs: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 31, Size: 1<<31 - 1}},
 			GIDs: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}},
 		}},
-		{name: "host network", ns: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, UsernsOptions: pod(good, good).UsernsOptions}, wantErr: "namespace_options.network is NODE"},
+		{name: "host network", ns: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, UsernsOptions: pod(good, good).UsernsOptions}, want: &netns.UserNS{
+			UIDs: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}},
+			GIDs: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1 << 16, Size: 1 << 16}},
+		}},
 		{name: "host IPC", ns: &runtimeapi.NamespaceOption{Ipc: runtimeapi.NamespaceMode_NODE, UsernsOptions: pod(good, good).UsernsOptions}, wantErr: "namespace_options.ipc is NODE"},
 		{name: "host PID", ns: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_NODE, UsernsOptions: pod(good, good).UsernsOptions}, wantErr: "namespace_options.pid is NODE"},
 	}

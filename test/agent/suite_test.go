@@ -42,6 +42,7 @@ var parallelScenarios = []scenario{
 	{"NativeSidecar", testSidecar},
 	{"ResizeInPlace", testResizeInPlace},
 	{"HostUsersFalseRefused", testHostUsersRefused},
+	{"ProcMountUnmasked", testProcMount},
 }
 
 // TestScenarios runs the scenarios in parallel on one agent, then the

@@ -239,3 +239,50 @@ func refused(errs []status.SourceError, file string, words ...string) bool {
 	}
 	return false
 }
+
+// testProcMount: in a pod with hostUsers: false, a container with procMount
+// Unmasked sees its /proc whole and one with Default has it masked (the
+// kubelet's lists, sent by the agent); procMount Unmasked with the node's
+// users is refused with the manifest, as the API server refuses it.
+func testProcMount(t *testing.T, s *suite) {
+	hostUsers := s.env.shell("app", sleepForever)
+	hostUsers.SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
+	refusedPod := podSpec("procmount-host-users", hostUsers)
+	s.h.writePod(t, refusedPod)
+	defer s.h.removePod(t, refusedPod.Name)
+	deadline := time.Now().Add(shortWait)
+	for !refused(s.h.Store().SourceErrors(), refusedPod.Name+".yaml", "spec.containers[0].securityContext.procMount", "hostUsers") {
+		if time.Now().After(deadline) {
+			t.Fatalf("source errors %v do not refuse %s for procMount Unmasked with the node's users", s.h.Store().SourceErrors(), refusedPod.Name)
+		}
+		time.Sleep(pollEvery)
+	}
+
+	requireUserNamespaces(t, s.env)
+	// /proc/timer_list is in the kubelet's masked list on every kernel
+	// crib runs on; /proc/sys in its read-only list.
+	const script = "stat -c %F /proc/timer_list; grep -c ' /proc/sys ' /proc/self/mountinfo; " + sleepForever
+	def := s.env.shell("default", script)
+	unmasked := s.env.shell("unmasked", script)
+	unmasked.SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
+	p := podSpec("procmount", def, unmasked)
+	p.Spec.HostUsers = ptr(false)
+	s.h.writePod(t, p)
+	defer s.h.removePod(t, p.Name)
+	got := s.h.waitFor(t, p.Name, "running", longWait, func(p *corev1.Pod) bool {
+		return running(p, "default") && running(p, "unmasked")
+	})
+	for name, want := range map[string][]string{
+		"default":  {"character special", "1"},
+		"unmasked": {"regular", "0"},
+	} {
+		logs := containerLogs(s.h.LogRoot, got, name)
+		if len(logs) == 0 {
+			t.Fatalf("container %s: no log", name)
+		}
+		lines := waitLog(t, logs[0], "/proc/timer_list's type and the /proc/sys mounts", func(l []string) bool { return len(l) >= 2 })
+		if !strings.HasPrefix(lines[0], want[0]) || lines[1] != want[1] {
+			t.Errorf("container %s (procMount %s): /proc/timer_list is a %q and /proc/sys has %s mounts, want a %s file and %s", name, name, lines[0], lines[1], want[0], want[1])
+		}
+	}
+}

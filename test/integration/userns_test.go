@@ -68,11 +68,12 @@ func (e *env) usernsPod(name string, hostID uint32) *runtimeapi.PodSandboxConfig
 }
 
 // usernsCtr is a container of pod, as the kubelet sends it: with the pod's
-// user namespace options.
+// user namespace options (and its PID and network modes).
 func (e *env) usernsCtr(pod *runtimeapi.PodSandboxConfig, name string, cmd ...string) *runtimeapi.ContainerConfig {
 	cfg := e.ctrConfig(name, cmd...)
 	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = pod.Linux.SecurityContext.NamespaceOptions.UsernsOptions
 	cfg.Linux.SecurityContext.NamespaceOptions.Pid = pod.Linux.SecurityContext.NamespaceOptions.Pid
+	cfg.Linux.SecurityContext.NamespaceOptions.Network = pod.Linux.SecurityContext.NamespaceOptions.Network
 	return cfg
 }
 
@@ -373,7 +374,8 @@ func TestUserNamespaceRefusedWithoutSupport(t *testing.T) {
 // TestCrashDuringUserNamespacePod SIGKILLs the daemon at spread points of
 // a user-namespace pod's creation (its namespaces made by a child inside
 // the new user namespace, the id-mapped rootfs, the container's start), as
-// crash_test.go does for host-user pods. After each restart what is listed
+// crash_test.go does for host-user pods; every third pod is on the host's
+// network. After each restart what is listed
 // works or is removed, and nothing is left: no mount (the mapped layers are
 // mounts too while the overlay is made), pause, runc container or cgroup.
 func TestCrashDuringUserNamespacePod(t *testing.T) {
@@ -383,6 +385,9 @@ func TestCrashDuringUserNamespacePod(t *testing.T) {
 		p := e.usernsPod(fmt.Sprintf("crash-userns-%d", i), uint32(20+i)<<16)
 		if i%2 == 1 {
 			p.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+		}
+		if i%3 == 2 {
+			p.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
 		}
 		return p
 	}

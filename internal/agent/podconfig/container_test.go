@@ -59,6 +59,7 @@ func TestContainerConfig(t *testing.T) {
 				MemoryLimitInBytes: 1 << 30, OomScoreAdj: -997},
 			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 				RunAsUser: &runtimeapi.Int64Value{Value: 1000}, NamespaceOptions: podNS(), Seccomp: unconfined(),
+				MaskedPaths: kubeletMaskedPaths, ReadonlyPaths: kubeletReadonlyPaths,
 			},
 		},
 	}

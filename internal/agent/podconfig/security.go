@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -130,13 +131,38 @@ func containerSecurity(in ContainerInput, opts Options) (*runtimeapi.LinuxContai
 	if err != nil {
 		return nil, err
 	}
-	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-		// The kubelet allows Unmasked with hostUsers: false only, and then
-		// sends empty masked and read-only path lists; crib leaves those
-		// to the runtime's defaults, so it cannot unmask.
-		return nil, fmt.Errorf("container %q: procMount Unmasked is not supported: %w", c.Name, errdefs.ErrInvalidArgument)
+	if out.MaskedPaths, out.ReadonlyPaths, err = procMountPaths(pod, c.Name, sc.ProcMount); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// defaultMaskedPaths and defaultReadonlyPaths are what the kubelet sends
+// for procMount Default (k8s.io/kubernetes pkg/securitycontext): a runtime
+// masks only what it is sent.
+var (
+	defaultMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+		"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// procMountPaths are the kubelet's masked and read-only paths for a
+// container's procMount: its default lists (for a privileged container too:
+// the runtime drops them there), and none for Unmasked, which the API
+// server allows only in a pod with hostUsers: false.
+func procMountPaths(pod *corev1.Pod, container string, pm *corev1.ProcMountType) (masked, readonly []string, err error) {
+	if pm == nil || *pm == corev1.DefaultProcMount {
+		return slices.Clone(defaultMaskedPaths), slices.Clone(defaultReadonlyPaths), nil
+	}
+	if *pm != corev1.UnmaskedProcMount {
+		return nil, nil, fmt.Errorf("container %q: securityContext.procMount %q is not Default or Unmasked: %w", container, *pm, errdefs.ErrInvalidArgument)
+	}
+	if HostUsers(pod) {
+		return nil, nil, fmt.Errorf("container %q: securityContext.procMount Unmasked needs spec.hostUsers false: %w", container, errdefs.ErrInvalidArgument)
+	}
+	return []string{}, []string{}, nil
 }
 
 func selinux(o *corev1.SELinuxOptions) *runtimeapi.SELinuxOption {

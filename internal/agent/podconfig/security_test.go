@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -150,8 +151,74 @@ func TestContainerSecurityContext(t *testing.T) {
 			})
 			cfg, err := ContainerConfig(testInput(pod, func(in *ContainerInput) { in.ImageUser = tt.image }), tt.opts)
 			checkErr(t, err, nil)
+			// Each container here has procMount Default (TestProcMount
+			// has the others): the kubelet's lists.
+			tt.want.MaskedPaths, tt.want.ReadonlyPaths = kubeletMaskedPaths, kubeletReadonlyPaths
 			if d := diffProto(tt.want, cfg.Linux.SecurityContext); d != "" {
 				t.Errorf("security context (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// kubeletMaskedPaths and kubeletReadonlyPaths are what the kubelet sends
+// for procMount Default (k8s.io/kubernetes pkg/securitycontext,
+// ConvertToRuntimeMaskedPaths and ConvertToRuntimeReadonlyPaths), written
+// out here to check the agent's copy.
+var (
+	kubeletMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+		"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	kubeletReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// TestProcMount sends the kubelet's lists for procMount Default (unset
+// too, and privileged: the runtime drops them there) and empty lists for
+// Unmasked, which only a pod with hostUsers: false may ask for.
+func TestProcMount(t *testing.T) {
+	block := &userns.Range{First: 65536, Length: 65536}
+	tests := []struct {
+		name       string
+		hostUsers  *bool
+		privileged bool
+		pm         *corev1.ProcMountType
+		masked     []string
+		readonly   []string
+		err        string
+	}{
+		{name: "unset", masked: kubeletMaskedPaths, readonly: kubeletReadonlyPaths},
+		{name: "Default", pm: ptr(corev1.DefaultProcMount), masked: kubeletMaskedPaths, readonly: kubeletReadonlyPaths},
+		{name: "Default in a user namespace", hostUsers: ptr(false), pm: ptr(corev1.DefaultProcMount), masked: kubeletMaskedPaths, readonly: kubeletReadonlyPaths},
+		{name: "Default, privileged", privileged: true, masked: kubeletMaskedPaths, readonly: kubeletReadonlyPaths},
+		{name: "Unmasked in a user namespace", hostUsers: ptr(false), pm: ptr(corev1.UnmaskedProcMount), masked: []string{}, readonly: []string{}},
+		{name: "Unmasked with the node's users", pm: ptr(corev1.UnmaskedProcMount), err: "procMount Unmasked needs spec.hostUsers false"},
+		{name: "Unmasked with hostUsers true", hostUsers: ptr(true), pm: ptr(corev1.UnmaskedProcMount), err: "procMount Unmasked needs spec.hostUsers false"},
+		{name: "unknown", pm: ptr(corev1.ProcMountType("Masked")), err: `procMount "Masked" is not Default or Unmasked`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(func(p *corev1.Pod) {
+				p.Spec.HostUsers = tt.hostUsers
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: tt.pm, Privileged: ptr(tt.privileged)}
+			})
+			cfg, err := ContainerConfig(testInput(pod, func(in *ContainerInput) { in.UserNamespace = block }), Options{})
+			if tt.err != "" {
+				checkErr(t, err, errdefs.ErrInvalidArgument, tt.err, `"app"`)
+				return
+			}
+			checkErr(t, err, nil)
+			sc := cfg.Linux.SecurityContext
+			// Empty, not absent: what goes on the wire is the same, but
+			// this is what the kubelet makes.
+			if sc.MaskedPaths == nil || sc.ReadonlyPaths == nil {
+				t.Errorf("masked %#v, read-only %#v: want lists, not nil", sc.MaskedPaths, sc.ReadonlyPaths)
+			}
+			if d := cmp.Diff(tt.masked, sc.MaskedPaths); d != "" {
+				t.Errorf("masked paths (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.readonly, sc.ReadonlyPaths); d != "" {
+				t.Errorf("read-only paths (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -178,7 +245,7 @@ func TestContainerSecurityErrors(t *testing.T) {
 			nil, Options{}, []string{"localhostProfile"}},
 		{"localhost seccomp without root", nil, &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("p.json")}},
 			nil, Options{}, []string{"p.json", "relative"}},
-		{"unmasked proc", nil, &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}, nil, Options{}, []string{"procMount"}},
+		{"unmasked proc with the node's users", nil, &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}, nil, Options{}, []string{"procMount", "hostUsers"}},
 		{"bad supplemental groups policy", &corev1.PodSecurityContext{SupplementalGroupsPolicy: ptr(corev1.SupplementalGroupsPolicy("Loose"))}, nil, nil, Options{}, []string{"Loose"}},
 	}
 	for _, tt := range tests {

@@ -66,11 +66,12 @@ func validatePod(pod *corev1.Pod) []error {
 		errs = append(errs, required(spec.Child("containers")))
 	}
 	names := map[string]bool{}
+	hostUsers := pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
 	for i := range pod.Spec.InitContainers {
-		errs = append(errs, validateContainer(&pod.Spec.InitContainers[i], spec.Child("initContainers").Index(i), names, volumes)...)
+		errs = append(errs, validateContainer(&pod.Spec.InitContainers[i], spec.Child("initContainers").Index(i), names, volumes, hostUsers)...)
 	}
 	for i := range pod.Spec.Containers {
-		errs = append(errs, validateContainer(&pod.Spec.Containers[i], spec.Child("containers").Index(i), names, volumes)...)
+		errs = append(errs, validateContainer(&pod.Spec.Containers[i], spec.Child("containers").Index(i), names, volumes, hostUsers)...)
 	}
 	return errs
 }
@@ -122,7 +123,8 @@ func validateVolumes(vols []corev1.Volume, p *field.Path) (map[string]bool, []er
 
 // validateContainer checks one init or app container; names collects the
 // container names seen so far, which must be unique across both kinds.
-func validateContainer(c *corev1.Container, p *field.Path, names, volumes map[string]bool) []error {
+// hostUsers says the pod runs with the node's users.
+func validateContainer(c *corev1.Container, p *field.Path, names, volumes map[string]bool, hostUsers bool) []error {
 	np := p.Child("name")
 	errs := checkName(np, c.Name, validation.IsDNS1123Label)
 	if c.Name != "" && names[c.Name] {
@@ -158,6 +160,9 @@ func validateContainer(c *corev1.Container, p *field.Path, names, volumes map[st
 			errs = append(errs, required(mp.Child("mountPath")))
 		}
 	}
+	if c.SecurityContext != nil && c.SecurityContext.ProcMount != nil {
+		errs = append(errs, validateProcMount(*c.SecurityContext.ProcMount, p.Child("securityContext", "procMount"), hostUsers)...)
+	}
 	for _, probe := range []struct {
 		name string
 		p    *corev1.Probe
@@ -177,6 +182,21 @@ func validateContainer(c *corev1.Container, p *field.Path, names, volumes map[st
 		}
 	}
 	return errs
+}
+
+// validateProcMount is the API server's rule for procMount: Default, or
+// Unmasked in a pod of its own user namespace.
+func validateProcMount(pm corev1.ProcMountType, p *field.Path, hostUsers bool) []error {
+	switch pm {
+	case corev1.DefaultProcMount:
+		return nil
+	case corev1.UnmaskedProcMount:
+		if hostUsers {
+			return []error{invalid(p, pm, "`hostUsers` must be false to use `Unmasked`")}
+		}
+		return nil
+	}
+	return []error{&fieldError{path: p.String(), msg: fmt.Sprintf("unsupported value %q: supported values: \"Default\", \"Unmasked\"", pm)}}
 }
 
 // checkHandlers wants exactly one of a probe's or hook's handlers set.

@@ -47,6 +47,17 @@ func TestValidatePod(t *testing.T) {
 		{"host namespaces without host users", func(p *corev1.Pod) {
 			p.Spec.HostUsers, p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = ptr(false), true, true, true
 		}, []string{"spec.hostNetwork: forbidden: when `spec.hostUsers` is false", "spec.hostPID: forbidden", "spec.hostIPC: forbidden"}},
+		{"procMount Unmasked without host users", func(p *corev1.Pod) {
+			p.Spec.HostUsers = ptr(false)
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
+		}, nil},
+		{"procMount Unmasked with host users", func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.DefaultProcMount)}
+		}, []string{"spec.initContainers[0].securityContext.procMount: invalid value \"Unmasked\": `hostUsers` must be false to use `Unmasked`"}},
+		{"procMount unknown", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.ProcMountType("Masked"))}
+		}, []string{`spec.containers[0].securityContext.procMount: unsupported value "Masked"`}},
 		{"namespace not a label", func(p *corev1.Pod) { p.Namespace = "Kube_System" }, []string{`metadata.namespace: invalid value "Kube_System": a lowercase RFC 1123 label`}},
 		{"no containers", func(p *corev1.Pod) { p.Spec.Containers = nil }, []string{"spec.containers: required value"}},
 		{"container name not a label", func(p *corev1.Pod) { p.Spec.Containers[0].Name = "App" }, []string{`spec.containers[0].name: invalid value "App"`}},
