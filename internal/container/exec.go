@@ -70,14 +70,16 @@ func (m *Manager) readSpec(id string) (*specs.Spec, error) {
 }
 
 // UpdateResources changes the resources of a created or running container
-// and records them, so that status shows the new values.
+// and records them, so that status shows the new values. An exited
+// container's new resources are only recorded, as containerd does, and so
+// are those of a container that exits while the runtime updates it.
 func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
 	e, c, err := m.locked(id)
 	if err != nil {
 		return err
 	}
 	defer e.op.Unlock()
-	if c.State != Running && c.State != Created {
+	if c.State != Running && c.State != Created && c.State != Exited {
 		return fmt.Errorf("update container %s: state is %s: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
 	}
 	rt, err := m.runtime(c.RuntimeHandler)
@@ -88,14 +90,22 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 		return nil
 	}
 	oci := ocispec.UpdateResources(res, m.cfg.Hugetlb)
-	if c.State == Created {
+	switch c.State {
+	case Created:
 		// The runtime does not know the container yet: the new values go
 		// into the spec it will be started from.
 		if err := m.updateSpecResources(c.ID, oci); err != nil {
 			return err
 		}
-	} else if err := rt.Update(ctx, c.ID, oci); err != nil {
-		return fmt.Errorf("update container %s: %w", c.ID, err)
+	case Running:
+		if err := rt.Update(ctx, c.ID, oci); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("update container %s: %w", c.ID, err)
+			}
+			if f := m.fateOf(ctx, e, rt); !f.ended() {
+				return fmt.Errorf("update container %s: %w", c.ID, edgeError(c.ID, err, f))
+			}
+		}
 	}
 	return m.update(e, func(c *Container) {
 		cfg := proto.Clone(c.Config).(*runtimeapi.ContainerConfig)
@@ -127,16 +137,16 @@ func (m *Manager) updateSpecResources(id string, res *specs.LinuxResources) erro
 // ReopenLog makes the container's monitor reopen its log file, after the
 // kubelet renamed it for rotation.
 func (m *Manager) ReopenLog(ctx context.Context, id string) error {
-	_, c, err := m.running(id)
+	e, c, err := m.running(id)
 	if err != nil {
 		return err
 	}
 	client, err := monitor.Dial(ctx, m.socket(c.ID))
-	if err != nil {
-		return fmt.Errorf("reopen log of %s: %w", c.ID, err)
+	if err == nil {
+		err = client.ReopenLog(ctx)
 	}
-	if err := client.ReopenLog(ctx); err != nil {
-		return fmt.Errorf("reopen log of %s: %w", c.ID, err)
+	if err != nil {
+		return fmt.Errorf("reopen log of %s: %w", c.ID, m.monitorError(ctx, e, c, err))
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 	}
 	if c.State == Running && timeout > 0 {
 		sig := m.stopSignal(c)
-		if err := rt.Kill(ctx, c.ID, sig, false); err != nil && !errdefs.IsNotFound(err) {
+		if err := m.kill(ctx, e, rt, sig, false); err != nil {
 			return fmt.Errorf("stop container %s: signal %v: %w", c.ID, sig, err)
 		}
 		graceCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -75,7 +75,7 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 			return nil
 		}
 	}
-	if err := rt.Kill(ctx, c.ID, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
+	if err := m.kill(ctx, e, rt, syscall.SIGKILL, true); err != nil {
 		return fmt.Errorf("stop container %s: SIGKILL: %w", c.ID, err)
 	}
 	killCtx, cancel := context.WithTimeout(ctx, killWait)
@@ -92,6 +92,23 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 	}
 	m.log.Info("container killed", "container", c.ID)
 	return nil
+}
+
+// kill sends sig to the init of e's running container, or to all its
+// processes. A container that is gone, or whose init exited meanwhile (its
+// own exit racing the stop), needs no signal: its exit is then waited for.
+func (m *Manager) kill(ctx context.Context, e *entry, rt *ociruntime.Runtime, sig syscall.Signal, all bool) error {
+	err := rt.Kill(ctx, e.c.ID, sig, all)
+	if err == nil || errdefs.IsNotFound(err) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	if f := m.fateOf(ctx, e, rt); f.removed || f.ended() {
+		return nil
+	}
+	return err
 }
 
 // stopSignal is the signal that stops c: the CRI config's, else the
