@@ -65,6 +65,9 @@ type edgeTally struct {
 	mu     sync.Mutex
 	counts map[string]map[codes.Code]int
 	bad    []string
+	// raced are the answers to failures the race itself caused (the
+	// runtime's or the monitor's), classified by the container's fate.
+	raced []string
 }
 
 func (t *edgeTally) add(call string, ok []codes.Code, err error) {
@@ -78,6 +81,9 @@ func (t *edgeTally) add(call string, ok []codes.Code, err error) {
 		t.counts[call] = map[codes.Code]int{}
 	}
 	t.counts[call][code]++
+	if msg := status.Convert(err).Message(); strings.Contains(msg, "has exited: ") || strings.Contains(msg, "was removed: ") {
+		t.raced = append(t.raced, fmt.Sprintf("%s %s: %s", call, code, msg))
+	}
 	if !slices.Contains(ok, code) && len(t.bad) < 20 {
 		t.bad = append(t.bad, fmt.Sprintf("%s: %v", call, err))
 	}
@@ -208,6 +214,9 @@ func TestLifeEdgeCodes(t *testing.T) {
 			removed.Store(true)
 			racing.Wait()
 			t.Logf("codes: %s", &tally)
+			for _, r := range tally.raced {
+				t.Logf("raced: %s", r)
+			}
 			for _, b := range tally.bad {
 				t.Errorf("unexpected answer: %s", b)
 			}
