@@ -16,49 +16,61 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// edgeCall is one CRI call made on container id of pod podID, the i-th
+// of its racer, with the codes it may answer.
+type edgeCall struct {
+	name string
+	ok   []codes.Code
+	call func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, podID string, i int) error
+}
+
 // edgeCalls are the CRI calls that work on a live container's process, each
 // with the codes it may answer while the container stops and goes: the
 // call's own success, FailedPrecondition for a container that is no longer
 // running, NotFound for one that is gone. Never Unknown or Internal.
-var edgeCalls = []struct {
-	name string
-	ok   []codes.Code
-	call func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, i int) error
-}{
+var edgeCalls = []edgeCall{
 	{"ExecSync", []codes.Code{codes.OK, codes.FailedPrecondition, codes.NotFound},
-		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, _ int) error {
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, _ string, _ int) error {
 			_, err := rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"true"}, Timeout: 30})
 			return err
 		}},
 	// As containerd: an exited container's new resources are recorded.
 	{"UpdateContainerResources", []codes.Code{codes.OK, codes.NotFound},
-		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, i int) error {
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, _ string, i int) error {
 			_, err := rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
 				ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{CpuShares: int64(512 + i%2)},
 			})
 			return err
 		}},
 	{"ReopenContainerLog", []codes.Code{codes.OK, codes.FailedPrecondition, codes.NotFound},
-		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, _ int) error {
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, _ string, _ int) error {
 			_, err := rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
 			return err
 		}},
 	{"ContainerStats", []codes.Code{codes.OK, codes.NotFound},
-		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, _ int) error {
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, _ string, _ int) error {
 			_, err := rt.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
 			return err
 		}},
 	{"Exec", []codes.Code{codes.OK, codes.FailedPrecondition, codes.NotFound},
-		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, _ int) error {
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, _ string, _ int) error {
 			_, err := rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"true"}, Stdout: true})
 			return err
 		}},
 	{"Attach", []codes.Code{codes.OK, codes.FailedPrecondition, codes.NotFound},
-		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string, _ int) error {
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id, _ string, _ int) error {
 			_, err := rt.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: id, Stdout: true})
 			return err
 		}},
+	// On the pod: it races the pod's stop and removal.
+	{portForward, []codes.Code{codes.OK, codes.FailedPrecondition, codes.NotFound},
+		func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _, podID string, _ int) error {
+			_, err := rt.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: podID, Port: []int32{80}})
+			return err
+		}},
 }
+
+const portForward = "PortForward"
 
 // edgeTally counts the codes each call answered.
 type edgeTally struct {
@@ -107,54 +119,62 @@ func (t *edgeTally) String() string {
 
 // TestLifeEdgeCodes races the calls on a container's process (ExecSync
 // above all, as a kubelet's probes do) from several goroutines against the
-// container's stop and removal, or its own exit, and checks that every
-// answer is the call's success or the code containerd gives a container that
-// is going away. After the removal each call must be NotFound.
+// container's stop and removal, its own exit, or its pod's stop and
+// removal, and checks that every answer is the call's success or the code
+// containerd gives a container that is going away. After the removal each
+// call on the container must be NotFound.
 func TestLifeEdgeCodes(t *testing.T) {
 	e := newEnv(t)
-	pod := e.podConfig("edges")
-	podID := e.runPod(pod)
-	stop := func(timeout int64) func(t *testing.T, id string) {
-		return func(t *testing.T, id string) {
-			if _, err := e.rt().StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
-				t.Errorf("StopContainer: %v", err)
-			}
+	stop := func(t *testing.T, id string, timeout int64) {
+		if _, err := e.rt().StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
+			t.Errorf("StopContainer: %v", err)
+		}
+	}
+	// killInit has the container's init end itself (its TERM trap exits);
+	// the exec'd kill races the exit it causes.
+	killInit := func(t *testing.T, id string) {
+		_, err := e.rt().ExecSync(e.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"kill", "1"}, Timeout: 30})
+		if c := status.Code(err); c != codes.OK && c != codes.FailedPrecondition {
+			t.Errorf("ExecSync kill 1: %v", err)
 		}
 	}
 	rounds := []struct {
 		name string
-		// end brings the container to its end; the round then removes it.
-		end func(t *testing.T, id string)
+		// end brings the container or its pod to its end; the round then
+		// removes the container.
+		end func(t *testing.T, id, podID string)
+		// podGoes: end removes the pod.
+		podGoes bool
 	}{
-		{"stop with SIGKILL", stop(0)},
-		{"stop with SIGTERM", stop(10)},
-		{"removed while running", func(*testing.T, string) {}},
-		{"exits by itself", func(t *testing.T, id string) {
-			// The exec'd kill itself races the exit it causes.
-			_, err := e.rt().ExecSync(e.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"kill", "1"}, Timeout: 30})
-			if c := status.Code(err); c != codes.OK && c != codes.FailedPrecondition {
-				t.Errorf("ExecSync kill 1: %v", err)
-			}
+		{name: "stop with SIGKILL", end: func(t *testing.T, id, _ string) { stop(t, id, 0) }},
+		{name: "stop with SIGTERM", end: func(t *testing.T, id, _ string) { stop(t, id, 10) }},
+		{name: "removed while running", end: func(*testing.T, string, string) {}},
+		{name: "exits by itself", end: func(t *testing.T, id, _ string) {
+			killInit(t, id)
 			e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 20*time.Second)
 		}},
-		{"stopped as it exits", func(t *testing.T, id string) {
-			// The stop signal races the exit the kill starts: Stop of a
-			// container that exits meanwhile succeeds.
-			_, err := e.rt().ExecSync(e.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"kill", "1"}, Timeout: 30})
-			if c := status.Code(err); c != codes.OK && c != codes.FailedPrecondition {
-				t.Errorf("ExecSync kill 1: %v", err)
-			}
-			stop(10)(t, id)
+		// Stop of a container that exits meanwhile succeeds.
+		{name: "stopped as it exits", end: func(t *testing.T, id, _ string) {
+			killInit(t, id)
+			stop(t, id, 10)
 		}},
-		{"stop and remove at once", func(t *testing.T, id string) {
+		{name: "stop and remove at once", end: func(t *testing.T, id, _ string) {
 			var wg sync.WaitGroup
-			wg.Go(func() { stop(0)(t, id) })
+			wg.Go(func() { stop(t, id, 0) })
 			wg.Go(func() {
 				if _, err := e.rt().RemoveContainer(e.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 					t.Errorf("RemoveContainer beside StopContainer: %v", err)
 				}
 			})
 			wg.Wait()
+		}},
+		{name: "pod stopped and removed", podGoes: true, end: func(t *testing.T, _, podID string) {
+			if _, err := e.rt().StopPodSandbox(e.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+				t.Errorf("StopPodSandbox: %v", err)
+			}
+			if _, err := e.rt().RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
+				t.Errorf("RemovePodSandbox: %v", err)
+			}
 		}},
 	}
 	const (
@@ -164,8 +184,9 @@ func TestLifeEdgeCodes(t *testing.T) {
 	)
 	for r, round := range rounds {
 		t.Run(round.name, func(t *testing.T) {
-			cfg := e.ctrConfig(fmt.Sprintf("edge%d", r), waitTrap(`trap "exit 0" TERM`)...)
-			id := e.run(podID, pod, cfg)
+			pod := e.podConfig(fmt.Sprintf("edges%d", r))
+			podID := e.runPod(pod)
+			id := e.run(podID, pod, e.ctrConfig("edge", waitTrap(`trap "exit 0" TERM`)...))
 			st := e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 			waitLog(t, st.LogPath, "ready\n", 10*time.Second)
 
@@ -183,11 +204,15 @@ func TestLifeEdgeCodes(t *testing.T) {
 					for i := range maxCalls {
 						wasRemoved := removed.Load()
 						c := edgeCalls[(g+i)%len(edgeCalls)]
-						err := c.call(e.ctx(), e.rt(), id, i)
+						err := c.call(e.ctx(), e.rt(), id, podID, i)
 						tally.add(c.name, c.ok, err)
 						if wasRemoved {
-							if status.Code(err) != codes.NotFound {
-								t.Errorf("%s after RemoveContainer: %v, want NotFound", c.name, err)
+							want := codes.NotFound
+							if c.name == portForward && !round.podGoes {
+								want = codes.OK
+							}
+							if status.Code(err) != want {
+								t.Errorf("%s after RemoveContainer: %v, want %s", c.name, err, want)
 							}
 							// One round of every call after the removal.
 							if after[g]++; after[g] == len(edgeCalls) {
@@ -207,7 +232,7 @@ func TestLifeEdgeCodes(t *testing.T) {
 			// Each racer has exec'd once in the running container before
 			// it is brought to its end.
 			warm.Wait()
-			round.end(t, id)
+			round.end(t, id, podID)
 			if _, err := e.rt().RemoveContainer(e.ctx(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 				t.Errorf("RemoveContainer: %v", err)
 			}
@@ -223,6 +248,14 @@ func TestLifeEdgeCodes(t *testing.T) {
 			for g, n := range after {
 				if n < len(edgeCalls) {
 					t.Errorf("racer %d made %d calls after the removal before its bound of %d, want %d", g, n, maxCalls, len(edgeCalls))
+				}
+			}
+			if !round.podGoes {
+				if _, err := e.rt().StopPodSandbox(e.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+					t.Errorf("StopPodSandbox: %v", err)
+				}
+				if _, err := e.rt().RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
+					t.Errorf("RemovePodSandbox: %v", err)
 				}
 			}
 		})
