@@ -152,6 +152,16 @@ func TestLifeEdgeCodes(t *testing.T) {
 		{name: "exits by itself", end: func(t *testing.T, id, _ string) {
 			killInit(t, id)
 			e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 20*time.Second)
+			// As containerd: an exited container's new resources are
+			// recorded, and its status shows them.
+			_, err := e.rt().UpdateContainerResources(e.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
+				ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{CpuShares: 700},
+			})
+			if err != nil {
+				t.Errorf("UpdateContainerResources of an exited container: %v", err)
+			} else if got := e.status(id).GetResources().GetLinux().GetCpuShares(); got != 700 {
+				t.Errorf("exited container's status shows cpu_shares %d after its update to 700", got)
+			}
 		}},
 		// Stop of a container that exits meanwhile succeeds.
 		{name: "stopped as it exits", end: func(t *testing.T, id, _ string) {
