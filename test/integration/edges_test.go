@@ -152,16 +152,6 @@ func TestLifeEdgeCodes(t *testing.T) {
 		{name: "exits by itself", end: func(t *testing.T, id, _ string) {
 			killInit(t, id)
 			e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 20*time.Second)
-			// As containerd: an exited container's new resources are
-			// recorded, and its status shows them.
-			_, err := e.rt().UpdateContainerResources(e.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
-				ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{CpuShares: 700},
-			})
-			if err != nil {
-				t.Errorf("UpdateContainerResources of an exited container: %v", err)
-			} else if got := e.status(id).GetResources().GetLinux().GetCpuShares(); got != 700 {
-				t.Errorf("exited container's status shows cpu_shares %d after its update to 700", got)
-			}
 		}},
 		// Stop of a container that exits meanwhile succeeds.
 		{name: "stopped as it exits", end: func(t *testing.T, id, _ string) {
@@ -187,6 +177,23 @@ func TestLifeEdgeCodes(t *testing.T) {
 			}
 		}},
 	}
+	// As containerd: an exited container's new resources are recorded, and
+	// its status shows them.
+	t.Run("exited container's update", func(t *testing.T) {
+		pod := e.podConfig("edges-exited")
+		podID := e.runPod(pod)
+		id := e.run(podID, pod, e.ctrConfig("done", "true"))
+		e.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED, 20*time.Second)
+		_, err := e.rt().UpdateContainerResources(e.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
+			ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{CpuShares: 700},
+		})
+		if err != nil {
+			t.Fatalf("UpdateContainerResources of an exited container: %v", err)
+		}
+		if got := e.status(id).GetResources().GetLinux().GetCpuShares(); got != 700 {
+			t.Errorf("exited container's status shows cpu_shares %d after its update to 700", got)
+		}
+	})
 	const (
 		racers = 4
 		// maxCalls bounds each racer's calls in a round.
