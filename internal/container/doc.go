@@ -15,6 +15,12 @@
 // Events are published while the index lock is held, so they leave in the
 // order of the transitions.
 //
+// An operation on a running container's process that fails because the
+// container exited, was stopped or was removed meanwhile is answered by
+// the container's fate, looked at again after the failure (edge.go):
+// errdefs.ErrNotFound once it is removed, errdefs.ErrFailedPrecondition
+// once its init exited; the runtime's message stays in the error's text.
+//
 // Invariants: a record reaches the in-memory index only after it is on disk;
 // a record found on restore in state Creating is a creation the daemon died
 // in and is rolled back; a container whose monitor and exit record are both

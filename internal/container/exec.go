@@ -71,17 +71,20 @@ func (m *Manager) readSpec(id string) (*specs.Spec, error) {
 }
 
 // UpdateResources changes the resources of a created or running container
-// and records them, so that status shows the new values. A failure after
-// the new values are in force puts the old ones back; a restart in between
-// keeps the new values in force and the old ones in the record, which the
-// kubelet, comparing status with what it asked for, sends again.
+// and records them, so that status shows the new values. An exited
+// container's new resources are only recorded, as containerd does, and so
+// are those of a container that exits while the runtime updates it. A
+// failure after the new values are in force puts the old ones back; a
+// restart in between keeps the new values in force and the old ones in the
+// record, which the kubelet, comparing status with what it asked for,
+// sends again.
 func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
 	e, c, err := m.locked(id)
 	if err != nil {
 		return err
 	}
 	defer e.op.Unlock()
-	if c.State != Running && c.State != Created {
+	if c.State != Running && c.State != Created && c.State != Exited {
 		return fmt.Errorf("update container %s: state is %s: %w", c.ID, c.State, errdefs.ErrFailedPrecondition)
 	}
 	rt, err := m.runtime(c.RuntimeHandler)
@@ -91,7 +94,7 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 	if res == nil {
 		return nil
 	}
-	undo, err := m.applyResources(ctx, rt, c, ocispec.UpdateResources(res, m.cfg.Hugetlb))
+	undo, err := m.applyResources(ctx, e, rt, c, ocispec.UpdateResources(res, m.cfg.Hugetlb))
 	if err != nil {
 		return fmt.Errorf("update container %s: %w", c.ID, err)
 	}
@@ -118,8 +121,13 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 // applyResources puts res in force for c and returns how to put back what
 // was in force before. A created container is not known to the runtime
 // yet: the values go into the spec it will be started from. A running
-// one's are those last recorded, or, never updated, its spec's.
-func (m *Manager) applyResources(ctx context.Context, rt *ociruntime.Runtime, c Container, res *specs.LinuxResources) (func(context.Context) error, error) {
+// one's are those last recorded, or, never updated, its spec's. An exited
+// one has nothing in force: its values are only recorded.
+func (m *Manager) applyResources(ctx context.Context, e *entry, rt *ociruntime.Runtime, c Container, res *specs.LinuxResources) (func(context.Context) error, error) {
+	nothing := func(context.Context) error { return nil }
+	if c.State == Exited {
+		return nothing, nil
+	}
 	var old *specs.LinuxResources
 	if prev := c.Config.GetLinux().GetResources(); prev != nil && c.State != Created {
 		old = ocispec.UpdateResources(prev, m.cfg.Hugetlb)
@@ -140,7 +148,15 @@ func (m *Manager) applyResources(ctx context.Context, rt *ociruntime.Runtime, c 
 	}
 	old = liftUnset(old)
 	if err := rt.Update(ctx, c.ID, res); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if f := m.fateOf(ctx, e, rt); !f.ended() {
+			return nil, edgeError(c.ID, err, f)
+		}
+		// It exited while the runtime updated it: the values are only
+		// recorded, as an exited container's are.
+		return nothing, nil
 	}
 	return func(ctx context.Context) error { return rt.Update(ctx, c.ID, old) }, nil
 }
@@ -206,16 +222,16 @@ func (m *Manager) setSpecResources(id string, res *specs.LinuxResources) error {
 // ReopenLog makes the container's monitor reopen its log file, after the
 // kubelet renamed it for rotation.
 func (m *Manager) ReopenLog(ctx context.Context, id string) error {
-	_, c, err := m.running(id)
+	e, c, err := m.running(id)
 	if err != nil {
 		return err
 	}
 	client, err := monitor.Dial(ctx, m.socket(c.ID))
-	if err != nil {
-		return fmt.Errorf("reopen log of %s: %w", c.ID, err)
+	if err == nil {
+		err = client.ReopenLog(ctx)
 	}
-	if err := client.ReopenLog(ctx); err != nil {
-		return fmt.Errorf("reopen log of %s: %w", c.ID, err)
+	if err != nil {
+		return fmt.Errorf("reopen log of %s: %w", c.ID, m.monitorError(ctx, e, c, err))
 	}
 	return nil
 }

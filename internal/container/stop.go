@@ -65,7 +65,7 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 	exited := false
 	if c.State == Running && timeout > 0 {
 		sig := m.stopSignal(c)
-		if err := rt.Kill(ctx, c.ID, sig, false); err != nil && !errdefs.IsNotFound(err) {
+		if err := m.signal(ctx, e, rt, sig, false); err != nil {
 			return fmt.Errorf("stop container %s: signal %v: %w", c.ID, sig, err)
 		}
 		// The signal is sent: the container may be on its way out, and a
@@ -92,7 +92,7 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 // kill SIGKILLs the container and waits until its exit is recorded.
 func (m *Manager) kill(ctx context.Context, e *entry, rt *ociruntime.Runtime) error {
 	id := e.c.ID
-	if err := rt.Kill(ctx, id, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
+	if err := m.signal(ctx, e, rt, syscall.SIGKILL, true); err != nil {
 		return fmt.Errorf("stop container %s: SIGKILL: %w", id, err)
 	}
 	if err := failpoint.Check("StopContainer/kill"); err != nil {
@@ -112,6 +112,23 @@ func (m *Manager) kill(ctx context.Context, e *entry, rt *ociruntime.Runtime) er
 	}
 	m.log.Info("container killed", "container", id)
 	return nil
+}
+
+// signal sends sig to the init of e's running container, or to all its
+// processes. A container that is gone, or whose init exited meanwhile (its
+// own exit racing the stop), needs no signal: its exit is then waited for.
+func (m *Manager) signal(ctx context.Context, e *entry, rt *ociruntime.Runtime, sig syscall.Signal, all bool) error {
+	err := rt.Kill(ctx, e.c.ID, sig, all)
+	if err == nil || errdefs.IsNotFound(err) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	if f := m.fateOf(ctx, e, rt); f.removed || f.ended() {
+		return nil
+	}
+	return err
 }
 
 // stopSignal is the signal that stops c: the CRI config's, else the

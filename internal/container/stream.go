@@ -28,11 +28,7 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, tty bool, s
 	if len(cmd) == 0 {
 		return -1, fmt.Errorf("cmd is empty: %w", errdefs.ErrInvalidArgument)
 	}
-	_, c, err := m.running(id)
-	if err != nil {
-		return -1, err
-	}
-	spec, err := m.readSpec(c.ID)
+	e, c, err := m.running(id)
 	if err != nil {
 		return -1, err
 	}
@@ -40,9 +36,18 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, tty bool, s
 	if err != nil {
 		return -1, err
 	}
-	return rt.Exec(ctx, c.ID, ocispec.BuildExecProcess(spec, cmd, tty), ociruntime.ExecIO{
+	// A removal may take the bundle away before its spec is read.
+	spec, err := m.readSpec(c.ID)
+	if err != nil {
+		return -1, m.processError(ctx, e, rt, err)
+	}
+	code, err := rt.Exec(ctx, c.ID, ocispec.BuildExecProcess(spec, cmd, tty), ociruntime.ExecIO{
 		Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Resize: s.Resize,
 	})
+	if err != nil {
+		return -1, m.processError(ctx, e, rt, err)
+	}
+	return code, nil
 }
 
 // Attach joins the client's streams to a running container through its
@@ -51,19 +56,29 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, tty bool, s
 // returns once the container exited and its output went out, or when ctx
 // ends.
 func (m *Manager) Attach(ctx context.Context, id string, s Streams) error {
-	_, c, err := m.running(id)
+	e, c, err := m.running(id)
 	if err != nil {
 		return err
-	}
-	client, err := monitor.Dial(ctx, m.socket(c.ID))
-	if err != nil {
-		return fmt.Errorf("attach to %s: %w", c.ID, err)
 	}
 	if !c.Config.GetStdin() {
 		s.Stdin = nil
 	}
-	if err := client.Attach(ctx, monitor.AttachIO{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Resize: s.Resize}); err != nil {
-		return fmt.Errorf("attach to %s: %w", c.ID, err)
+	client, err := monitor.Dial(ctx, m.socket(c.ID))
+	if err == nil {
+		err = client.Attach(ctx, monitor.AttachIO{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Resize: s.Resize})
+	}
+	if err != nil {
+		// A monitor that went with its container is the container's end.
+		return fmt.Errorf("attach to %s: %w", c.ID, m.monitorError(ctx, e, c, err))
 	}
 	return nil
+}
+
+// monitorError is processError for a failure err of a call to c's monitor.
+func (m *Manager) monitorError(ctx context.Context, e *entry, c Container, err error) error {
+	rt, rtErr := m.runtime(c.RuntimeHandler)
+	if rtErr != nil {
+		return err
+	}
+	return m.processError(ctx, e, rt, err)
 }

@@ -3,9 +3,13 @@ package ociruntime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Container statuses as the runtime reports them.
@@ -111,3 +115,47 @@ type Support struct {
 
 // UserNamespaces reports whether pods can have user namespaces of their own.
 func (s Support) UserNamespaces() bool { return s.UserNamespacesMissing == "" }
+
+// pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h).
+const pfExiting = 0x4
+
+// Exiting reports whether process pid (in the host's PID namespace) has
+// exited or is exiting: gone, a zombie, or with PF_EXITING set. The runtime
+// still calls a container "running" while its init exits: the init of a PID
+// namespace waits in its exit for the kernel to kill and reap the rest of
+// the namespace (an exec's half-started process among them) before it
+// becomes a zombie. A pid of 0 or less is not a process: false.
+func Exiting(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+	}
+	state, flags, ok := statStateFlags(string(b))
+	if !ok {
+		return false
+	}
+	return state == "Z" || state == "X" || state == "x" || flags&pfExiting != 0
+}
+
+// statStateFlags takes the state and the flags out of a /proc/PID/stat
+// line; the command name before them is in parentheses and may hold
+// spaces and parentheses itself.
+func statStateFlags(stat string) (state string, flags uint64, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	// After the name: state ppid pgrp session tty_nr tpgid flags ...
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 7 {
+		return "", 0, false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return f[0], flags, true
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -42,7 +43,8 @@ func NewReader(cfg Config) *Reader {
 
 // Read samples the cgroup named by cgroupsPath: an OCI linux.cgroupsPath
 // or a pod's cgroup parent, in the form the configured driver uses. A
-// cgroup that does not exist gives errdefs.ErrNotFound.
+// cgroup that does not exist, or goes while it is read, gives
+// errdefs.ErrNotFound.
 func (r *Reader) Read(ctx context.Context, cgroupsPath string) (Sample, error) {
 	if err := ctx.Err(); err != nil {
 		return Sample{}, err
@@ -59,7 +61,10 @@ func (r *Reader) Read(ctx context.Context, cgroupsPath string) (Sample, error) {
 		s, err = readV1(r.cfg.Root, group)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && !errdefs.IsNotFound(err) {
+		// A cgroup removed between the opening of one of its files and
+		// the reading of it reads as ENODEV.
+		gone := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV)
+		if gone && !errdefs.IsNotFound(err) {
 			err = fmt.Errorf("%w: %w", errdefs.ErrNotFound, err)
 		}
 		return Sample{}, fmt.Errorf("read cgroup %s: %w", group, err)
