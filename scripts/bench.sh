@@ -16,6 +16,8 @@
 #     (crib, containerd), a manifest through `crib agent` vs the bare CRI
 #     start, and a pod in its own user namespace vs the host's users (on
 #     runc v1.5.2, which build-runc.sh makes);
+#   - a single pod's teardown (StopPodSandbox, RemovePodSandbox) on runc
+#     v1.5.2: crib, crib on Debian's runc, containerd;
 #   - PullImage of a new 3-layer ~51 MiB image: crib, containerd, floor;
 #   - container stdout -> CRI log end to end (crib, containerd), and the
 #     log writer in process (file vs /dev/null);
@@ -68,6 +70,7 @@ bench ./test/bench/ 'PodStart$|PodStartNetwork|AgentPodStart' "${BENCHTIME:-30x}
 # the host's users and in its own user namespace, both on that runc.
 runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 PATH=$(dirname "$runc_bin"):$PATH bench ./test/bench/ 'PodStartUserNamespace' "${BENCHTIME:-30x}"
+PATH=$(dirname "$runc_bin"):$PATH bench ./test/bench/ 'PodTeardown' "${BENCHTIME:-30x}"
 bench ./test/bench/ 'PullImage' "${PULL_BENCHTIME:-10x}"
 bench ./test/bench/ 'ContainerLog' "${CONTAINER_LOG_BENCHTIME:-3x}"
 bench ./internal/monitor/ 'LogWriter' "${LOG_BENCHTIME:-10x}"

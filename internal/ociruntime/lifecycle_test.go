@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
@@ -223,4 +225,147 @@ func TestDeleteNeverStartedSkipsRuntime(t *testing.T) {
 	if err := r.Delete(context.Background(), "known", true); err == nil {
 		t.Error("delete of a container with runtime state did not run the runtime (/bin/false would have failed)")
 	}
+}
+
+// TestForcedDeleteTriesPlainFirst: a forced delete runs a plain delete and
+// adds --force only when that fails (runc 1.2+ sleeps 100 ms in every
+// forced delete, even of a stopped container). The runtime is a script
+// that logs its arguments and refuses a plain delete while "running".
+func TestForcedDeleteTriesPlainFirst(t *testing.T) {
+	dir := t.TempDir()
+	calls, running := filepath.Join(dir, "calls"), filepath.Join(dir, "running")
+	script := filepath.Join(dir, "runtime")
+	body := fmt.Sprintf(`#!/bin/sh
+echo "$*" >>%[1]s
+case "$*" in *--force*) exit 0 ;; esac
+if [ -e %[2]s ]; then echo '{"level":"error","msg":"cannot delete container c that is not stopped: running"}' >&2; exit 1; fi
+`, calls, running)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &ociruntime.Runtime{Binary: script}
+	ctx := context.Background()
+	verbs := func() []string {
+		b, _ := os.ReadFile(calls)
+		os.Remove(calls)
+		var vs []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(l)
+			i := slices.Index(f, "delete")
+			if i < 0 {
+				t.Fatalf("runtime ran %q, want a delete", l)
+			}
+			vs = append(vs, strings.Join(f[i:], " "))
+		}
+		return vs
+	}
+
+	if err := r.Delete(ctx, "c", true); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"delete c"}, verbs()); d != "" {
+		t.Errorf("forced delete of a stopped container (-want +got):\n%s", d)
+	}
+	if err := os.WriteFile(running, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Delete(ctx, "c", true); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"delete c", "delete --force c"}, verbs()); d != "" {
+		t.Errorf("forced delete of a running container (-want +got):\n%s", d)
+	}
+	if err := r.Delete(ctx, "c", false); err == nil || !strings.Contains(err.Error(), "not stopped") {
+		t.Errorf("plain delete of a running container: got %v, want the runtime's refusal", err)
+	}
+	if d := cmp.Diff([]string{"delete c"}, verbs()); d != "" {
+		t.Errorf("plain delete of a running container (-want +got):\n%s", d)
+	}
+}
+
+// TestForcedDeleteRunning: a forced delete of a running container kills it
+// and removes it.
+func TestForcedDeleteRunning(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	ctx := context.Background()
+	r := ociruntimetest.NewRuntime(t)
+	id := runningContainer(t, r)
+	s, err := r.State(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Delete(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.State(ctx, id); !errdefs.IsNotFound(err) {
+		t.Errorf("state after forced delete: got %v, want not found", err)
+	}
+	if processAlive(s.Pid) {
+		t.Errorf("init %d alive after forced delete", s.Pid)
+	}
+}
+
+// TestForcedDeleteStoppedKillsLeftovers: a container in its host's PID
+// namespace whose init exited may leave processes in its cgroup; the
+// forced delete of it, stopped, kills them (the plain delete it now is
+// must do what --force did).
+func TestForcedDeleteStoppedKillsLeftovers(t *testing.T) {
+	ociruntimetest.RequireRuntime(t)
+	ctx := context.Background()
+	r := ociruntimetest.NewRuntime(t)
+	id := ociruntimetest.ID(t)
+	bundle := ociruntimetest.NewBundle(t, id, []string{"sh", "-c", "sleep 3600 & echo $! >/tmp/child; exec sleep 3600"},
+		func(s *specs.Spec) {
+			s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool {
+				return n.Type == specs.PIDNamespace
+			})
+		})
+	ociruntimetest.Create(t, r, id, bundle)
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	childFile := filepath.Join(bundle, "rootfs", "tmp", "child")
+	var child int
+	for deadline := time.Now().Add(20 * time.Second); child == 0; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(childFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			if child, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+				t.Fatal(err)
+			}
+		} else if time.Now().After(deadline) {
+			t.Fatal("the container never wrote its child's pid")
+		}
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	// SIGTERM to init alone: runc's SIGKILL of a container without a PID
+	// namespace of its own goes to its whole cgroup.
+	if err := r.Kill(ctx, id, syscall.SIGTERM, false); err != nil {
+		t.Fatal(err)
+	}
+	ociruntimetest.WaitStatus(t, r, id, ociruntime.StatusStopped)
+	if !processAlive(child) {
+		t.Fatalf("child %d went with init: nothing left for delete to kill", child)
+	}
+	if err := r.Delete(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); processAlive(child); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d of the stopped container alive after its forced delete", child)
+		}
+	}
+	if _, err := r.State(ctx, id); !errdefs.IsNotFound(err) {
+		t.Errorf("state after forced delete: got %v, want not found", err)
+	}
+}
+
+// processAlive reports whether pid is a process that has not exited (a
+// zombie has).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -37,6 +37,8 @@ var figures = []figure{
 		"containerd-µs/pod", "runc-µs/run", "crib-µs/pod", 0.001, "ms", "<= 1.3x floor; then below it"},
 	{"pod start, CNI bridge", "PodStartNetwork",
 		"containerd-cni-µs/pod", "", "crib-cni-µs/pod", 0.001, "ms", "<= 0.5x containerd"},
+	{"single pod teardown (StopPodSandbox + RemovePodSandbox), host network, on runc v1.5.2", "PodTeardown",
+		"containerd-teardown-µs/pod", "", "crib-teardown-µs/pod", 0.001, "ms", "<= 0.5x containerd"},
 	{"runtime memory per 1-container pod (PSS of runtime processes / 50 pods)", "MemoryPerPod",
 		"containerd-MiB/pod", "", "crib-MiB/pod", 1, "MiB", "<= 1.5 MiB"},
 	{"marginal memory per pod (50 pods minus none, / 50)", "MemoryPerPod",

@@ -119,18 +119,7 @@ func podConfigs(image, uid string, ns *runtimeapi.NamespaceOption) (*runtimeapi.
 // runPod runs the pod, creates its container and starts it, and returns
 // the pod's id.
 func runPod(ctx context.Context, rt runtimeapi.RuntimeServiceClient, pod *runtimeapi.PodSandboxConfig, ctr *runtimeapi.ContainerConfig) (string, error) {
-	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pod})
-	if err != nil {
-		return "", fmt.Errorf("run pod %s: %w", pod.Metadata.Uid, err)
-	}
-	c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, SandboxConfig: pod, Config: ctr})
-	if err != nil {
-		return sb.PodSandboxId, fmt.Errorf("create container in pod %s: %w", pod.Metadata.Uid, err)
-	}
-	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
-		return sb.PodSandboxId, fmt.Errorf("start container in pod %s: %w", pod.Metadata.Uid, err)
-	}
-	return sb.PodSandboxId, nil
+	return runPodOn(ctx, rt, "", pod, ctr)
 }
 
 func removePod(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, id string) {
