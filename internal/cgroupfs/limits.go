@@ -16,14 +16,19 @@ const (
 	MaxShares = 262144
 	// DefaultPeriod is the CFS period in microseconds the kubelet uses.
 	DefaultPeriod = 100000
-	// DefaultShares is the kernel's cpu.shares of a new cgroup.
+	// DefaultShares is the kernel's cpu.shares of a new cgroup v1 cgroup.
 	DefaultShares = 1024
+	// DefaultWeight is the kernel's cpu.weight of a new cgroup v2 cgroup,
+	// and systemd's CPUWeight when a unit sets none. It is not
+	// SharesToWeight(DefaultShares), which is 39.
+	DefaultWeight = 100
 )
 
 // Limits are the settings of a pod-level cgroup.
 type Limits struct {
 	// CPUShares is the cgroup v1 cpu.shares; on v2 it is converted to
-	// cpu.weight.
+	// cpu.weight. 0 is a new cgroup's default: DefaultShares on v1,
+	// DefaultWeight on v2 and under systemd.
 	CPUShares uint64
 	// CPUQuota is the CFS quota in microseconds per CPUPeriod; -1 is no
 	// quota.
@@ -37,6 +42,18 @@ type Limits struct {
 // Unlimited is a cgroup without any limit beyond the given shares.
 func Unlimited(shares uint64) Limits {
 	return Limits{CPUShares: shares, CPUQuota: -1, CPUPeriod: DefaultPeriod, Memory: -1}
+}
+
+// Defaults are the limits of a new cgroup: none, and the default CPU
+// share, which no figure of shares gives on both cgroup versions.
+func Defaults() Limits { return Unlimited(0) }
+
+// weight is the cpu.weight (or systemd CPUWeight) for l's shares.
+func (l Limits) weight() uint64 {
+	if l.CPUShares == 0 {
+		return DefaultWeight
+	}
+	return SharesToWeight(l.CPUShares)
 }
 
 // SharesToWeight converts cpu.shares to cgroup v2 cpu.weight with the
@@ -69,7 +86,11 @@ func (h Hierarchies) Apply(rel string, l Limits) error {
 // against the period already set, so when the period write is refused the
 // quota goes first.
 func applyCPUV1(dir string, l Limits) error {
-	if err := WriteFile(filepath.Join(dir, "cpu.shares"), strconv.FormatUint(l.CPUShares, 10)); err != nil {
+	shares := l.CPUShares
+	if shares == 0 {
+		shares = DefaultShares
+	}
+	if err := WriteFile(filepath.Join(dir, "cpu.shares"), strconv.FormatUint(shares, 10)); err != nil {
 		return err
 	}
 	period := filepath.Join(dir, "cpu.cfs_period_us")
@@ -99,7 +120,7 @@ func applyV2(dir string, l Limits) error {
 		mem = strconv.FormatInt(l.Memory, 10)
 	}
 	return errors.Join(
-		WriteFile(filepath.Join(dir, "cpu.weight"), strconv.FormatUint(SharesToWeight(l.CPUShares), 10)),
+		WriteFile(filepath.Join(dir, "cpu.weight"), strconv.FormatUint(l.weight(), 10)),
 		WriteFile(filepath.Join(dir, "cpu.max"), quota+" "+strconv.FormatUint(l.CPUPeriod, 10)),
 		WriteFile(filepath.Join(dir, "memory.max"), mem),
 	)
@@ -111,12 +132,12 @@ const quotaStep = 10000 // microseconds per second
 
 // SliceResources are the unit properties of a cgroup with limits l, as
 // the kubelet's systemd driver (runc's libcontainer) sets them: cpu
-// shares as CPUWeight, the CFS quota per second of wall time rounded up
+// shares as CPUWeight (no shares as systemd's default weight), the CFS quota per second of wall time rounded up
 // to systemd's precision, and the memory limit; a limit not set is lifted
 // with Unlimited, so that a resize that drops it takes effect.
 func SliceResources(l Limits) systemd.Resources {
 	r := systemd.Resources{
-		CPUWeight:          SharesToWeight(l.CPUShares),
+		CPUWeight:          l.weight(),
 		CPUQuotaPerSecUSec: systemd.Unlimited,
 		MemoryMax:          systemd.Unlimited,
 	}

@@ -27,7 +27,7 @@ const cgroupRoot = "/sys/fs/cgroup"
 // unified keys are recorded, not applied: the containers' own cgroups carry
 // them). Asking twice for the same figures is the same as asking once. A
 // resize that fails once the new limits are in force puts back those crib
-// set last (none: no limit, 1024 CPU shares); a restart in between keeps the new
+// set last (none: a new cgroup's defaults); a restart in between keeps the new
 // limits and the old record, which the same figures asked again mend.
 func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
 	if id == "" {
@@ -84,10 +84,11 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 }
 
 // restoreLimits puts back on a pod cgroup the limits of its record after a
-// resize that failed: those crib set last, or, when it set none, no limit
-// and cgroup v1's default CPU shares.
+// resize that failed: those crib set last, or, when it set none, those of
+// a new cgroup (no limit, the default CPU weight: cpu.weight 100 on v2,
+// not the 39 that 1024 shares convert to).
 func (m *Manager) restoreLimits(ctx context.Context, id, cgroup string, prev *cgroupfs.Limits) {
-	l := cgroupfs.Unlimited(cgroupfs.DefaultShares)
+	l := cgroupfs.Defaults()
 	if prev != nil {
 		l = *prev
 	}
