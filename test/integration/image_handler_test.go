@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +20,7 @@ import (
 func TestImageRuntimeHandler(t *testing.T) {
 	testutil.RequiresRoot(t)
 	t.Parallel()
-	if resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(testutil.LoopbackRegistry + "/v2/"); err != nil {
-		t.Skipf("the loopback registry is not usable: %v", err)
-	} else {
-		resp.Body.Close()
-	}
+	testutil.RequireRegistry(t)
 	d := testutil.StartDaemon(t, testutil.Options{
 		Registries:  map[string][]string{"registry.k8s.io": {testutil.LoopbackRegistry}},
 		ExtraConfig: "[runtimes.alt]\npath = \"runc\"\n",
