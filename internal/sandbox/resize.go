@@ -26,9 +26,10 @@ const cgroupRoot = "/sys/fs/cgroup"
 // memory limit, a limit not given being lifted (cpusets, hugepages and
 // unified keys are recorded, not applied: the containers' own cgroups carry
 // them). Asking twice for the same figures is the same as asking once. A
-// resize that fails once the new limits are in force puts back those crib
-// set last (none: a new cgroup's defaults); a restart in between keeps the new
-// limits and the old record, which the same figures asked again mend.
+// resize that fails, however much of the new limits is in force, puts back
+// those crib set last (none: a new cgroup's defaults); a restart in
+// between keeps the new limits and the old record, which the same figures
+// asked again mend.
 func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, resources *runtimeapi.LinuxContainerResources) error {
 	if id == "" {
 		return fmt.Errorf("pod_sandbox_id is empty: %w", errdefs.ErrInvalidArgument)
@@ -54,6 +55,9 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	if s.OwnCgroup {
 		l := podLimits(overhead, resources)
 		if err := m.applyLimits(ctx, s.CgroupParent, l); err != nil {
+			// Part of l may be in force: cgroup v1 refuses a memory limit
+			// below what the pod holds (EBUSY) after the CPU's are set.
+			m.restoreLimits(context.WithoutCancel(ctx), s.ID, s.CgroupParent, prev)
 			return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
 		}
 		s.Limits = &l

@@ -140,3 +140,38 @@ func (p podCgroupFiles) want(t *testing.T, memory, quota string) {
 		t.Errorf("pod cgroup: %s = %s, %s = %s; want %s and %s", p.memory, gotMem, p.quota, gotQuota, memory, quota)
 	}
 }
+
+// TestUpdatePodSandboxResourcesRefused: a resize the kernel refuses half-way
+// puts the pod cgroup's previous limits back. Cgroup v1 refuses a memory
+// limit below what the pod holds and cannot reclaim (EBUSY), after the new
+// CPU quota is already written; the quota must be the old one again.
+func TestUpdatePodSandboxResourcesRefused(t *testing.T) {
+	if testutil.Unified() {
+		t.Skip("cgroup v2 takes any memory.max (it reclaims or OOM-kills): no resize is refused half-way")
+	}
+	e := newEnv(t)
+	pod := e.podConfig("resize-refused")
+	podID := e.runPod(pod)
+	id := e.run(podID, pod, e.ctrConfig("filler", "sleep", "3600"))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	podCgroup := e.podCgroup(id)
+	resize := func(memory, quota int64) error {
+		_, err := e.rt().UpdatePodSandboxResources(e.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
+			PodSandboxId: podID,
+			Resources:    &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: quota, MemoryLimitInBytes: memory},
+		})
+		return err
+	}
+	if err := resize(64*mib, 40000); err != nil {
+		t.Fatalf("UpdatePodSandboxResources: %v", err)
+	}
+	// Shared memory: charged to the pod, not reclaimable without swap.
+	e.execOut(id, "dd", "if=/dev/zero", "of=/dev/shm/fill", "bs=1048576", "count=24")
+	err := resize(8*mib, 30000)
+	if err == nil {
+		t.Skip("the kernel took a memory limit below the pod's shared memory (is there swap?): nothing was refused")
+	}
+	t.Logf("refused as it should be: %v", err)
+	podCgroup.want(t, strconv.Itoa(64*mib), "40000")
+	e.removeAllAndCheck(t)
+}
