@@ -224,41 +224,6 @@ func TestLogs(t *testing.T) {
 	}
 }
 
-func TestCRIJoiner(t *testing.T) {
-	var j criJoiner
-	var got []string
-	for _, raw := range []string{
-		ts1 + " stdout P a",
-		ts1 + " stderr P x",
-		ts2 + " stdout F b",
-		ts2 + " stdout F",
-		ts3 + " stderr F y z",
-		ts3 + " stdout X bad tag",
-		"garbage stdout F text",
-		ts3 + " stdin F bad stream",
-		ts3 + " stderr P left",
-	} {
-		if l, ok := j.add([]byte(raw)); ok {
-			got = append(got, l.stream+":"+l.time.Format(time.RFC3339Nano)+":"+string(l.text))
-		}
-	}
-	for _, l := range j.flush() {
-		got = append(got, "flushed "+l.stream+":"+string(l.text))
-	}
-	want := []string{
-		"stdout:" + ts1 + ":ab",
-		"stdout:" + ts2 + ":",
-		"stderr:" + ts1 + ":xy z",
-		"flushed stderr:left",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("joined lines (-want +got):\n%s", diff)
-	}
-	if left := j.flush(); len(left) != 0 {
-		t.Errorf("second flush = %v, want nothing", left)
-	}
-}
-
 // waitFor polls cond until it holds; the follower polls on its own ticks.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
