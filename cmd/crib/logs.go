@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/monitor"
 )
 
@@ -90,7 +90,7 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	client := status.NewClient("http://" + *addr)
+	client := statusapi.NewClient("http://" + *addr)
 	if err := streamLogs(ctx, client, o, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "crib logs: %v\n", err)
 		return 1
