@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
 
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/config"
 )
 
@@ -114,7 +114,7 @@ func execCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	id, err := execTarget(ctx, status.NewClient("http://"+o.statusAddr), o)
+	id, err := execTarget(ctx, statusapi.NewClient("http://"+o.statusAddr), o)
 	if err != nil {
 		fmt.Fprintf(stderr, "crib exec: %v\n", err)
 		return 1
@@ -188,8 +188,8 @@ func runExec(ctx context.Context, rt execRunner, id string, cmd []string, timeou
 	case errors.As(err, &exit):
 		return exit.ExitStatus(), nil
 	case errors.Is(err, remote.ErrCommandTimedOut):
-		return 1, fmt.Errorf("run %q in container %s: timed out after %s", strings.Join(cmd, " "), status.ShortID(id), timeout)
+		return 1, fmt.Errorf("run %q in container %s: timed out after %s", strings.Join(cmd, " "), statusapi.ShortID(id), timeout)
 	default:
-		return 1, fmt.Errorf("run %q in container %s: %w", strings.Join(cmd, " "), status.ShortID(id), err)
+		return 1, fmt.Errorf("run %q in container %s: %w", strings.Join(cmd, " "), statusapi.ShortID(id), err)
 	}
 }

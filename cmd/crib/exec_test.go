@@ -17,7 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
 
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
@@ -68,7 +68,7 @@ func TestParseExecArgs(t *testing.T) {
 }
 
 func TestExecTarget(t *testing.T) {
-	store := status.NewStore()
+	store := statusapi.NewStore()
 	client := statusAPI(t, store)
 	store.Set(testPod("one", []string{"app"}), corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{running("app", "0123456789abcdef", 0)}})
 	store.Set(testPod("two", []string{"a", "b"}, "init"), corev1.PodStatus{
@@ -200,12 +200,12 @@ func TestExecInDaemon(t *testing.T) {
 		t.Fatalf("StartContainer: %v", err)
 	}
 
-	store := status.NewStore()
+	store := statusapi.NewStore()
 	store.Set(testPod("web", []string{"app"}), corev1.PodStatus{
 		Phase:             corev1.PodRunning,
 		ContainerStatuses: []corev1.ContainerStatus{running("app", ctr.ContainerId, 0)},
 	})
-	srv := httptest.NewServer(status.Handler(store, nil, nil))
+	srv := httptest.NewServer(statusapi.Handler(store, nil, nil))
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,7 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
+	"github.com/crib-dev/crib/internal/monitor"
 )
 
 const logsUsage = `usage: crib logs [flags] POD
@@ -91,7 +90,7 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	client := status.NewClient("http://" + *addr)
+	client := statusapi.NewClient("http://" + *addr)
 	if err := streamLogs(ctx, client, o, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "crib logs: %v\n", err)
 		return 1
@@ -119,14 +118,19 @@ func streamLogs(ctx context.Context, pods podGetter, o logsOptions, stdout, stde
 		return fmt.Errorf("open log of container %q: %w (is --pod-log-root %s the agent's?)", name, err, o.logRoot)
 	}
 	out := &logPrinter{stdout: stdout, stderr: stderr, timestamps: o.timestamps}
-	cur := newLogReader(f)
-	defer func() { cur.close() }()
+	// file is nil while the current instance's log is not there yet.
+	file, cur := f, monitor.NewLogReader(f)
+	defer func() {
+		if file != nil {
+			file.Close()
+		}
+	}()
 
 	// The tail is whatever is in the file now; what comes later is
 	// printed as it comes.
-	lines := cur.readAvailable()
+	lines := cur.ReadAvailable()
 	if !o.follow {
-		lines = append(lines, cur.join.flush()...)
+		lines = append(lines, cur.Flush()...)
 	}
 	if o.tail >= 0 && len(lines) > o.tail {
 		lines = lines[len(lines)-o.tail:]
@@ -145,17 +149,17 @@ func streamLogs(ctx context.Context, pods podGetter, o logsOptions, stdout, stde
 		case <-ctx.Done():
 			return nil
 		case <-fileTick.C:
-			if cur.file == nil {
+			if file == nil {
 				if f, err := os.Open(path); err == nil {
-					cur = newLogReader(f)
+					file, cur = f, monitor.NewLogReader(f)
 				}
 			}
-			out.print(cur.readAvailable())
+			out.print(cur.ReadAvailable())
 		case <-statusTick.C:
 			pod, err := pods.Pod(ctx, o.namespace, o.pod)
 			switch {
 			case errors.Is(err, errdefs.ErrNotFound):
-				out.print(cur.drain())
+				out.print(cur.Drain())
 				return nil
 			case err != nil:
 				// The agent may be restarting; its pods keep running
@@ -169,16 +173,18 @@ func streamLogs(ctx context.Context, pods podGetter, o logsOptions, stdout, stde
 			if next != path {
 				// A new instance (or a new pod of that name): finish
 				// the old file, then read the new one from its start.
-				out.print(cur.drain())
-				cur.close()
-				path, cur = next, &logReader{}
+				out.print(cur.Drain())
+				if file != nil {
+					file.Close()
+				}
+				path, file, cur = next, nil, &monitor.LogReader{}
 				if f, err := os.Open(path); err == nil {
-					cur = newLogReader(f)
+					file, cur = f, monitor.NewLogReader(f)
 				}
 				continue
 			}
 			if containerEnded(pod, name) {
-				out.print(cur.drain())
+				out.print(cur.Drain())
 				return nil
 			}
 		}
@@ -320,136 +326,24 @@ func containerEnded(pod *corev1.Pod, name string) bool {
 	}
 }
 
-// logReader reads the lines a CRI log file has gained since the last read.
-// A zero logReader is one whose file is not there yet.
-type logReader struct {
-	file *os.File
-	rd   *bufio.Reader
-	rest []byte // the start of a line not written to its end yet
-	join criJoiner
-}
-
-func newLogReader(f *os.File) *logReader {
-	return &logReader{file: f, rd: bufio.NewReaderSize(f, 64<<10)}
-}
-
-// readAvailable returns the whole lines the file holds past what was read
-// before; parts of lines stay for the next call.
-func (r *logReader) readAvailable() []criLine {
-	if r.file == nil {
-		return nil
-	}
-	var out []criLine
-	for {
-		data, err := r.rd.ReadBytes('\n')
-		if err != nil {
-			// io.EOF or a read error: keep what came and try later.
-			r.rest = append(r.rest, data...)
-			return out
-		}
-		if len(r.rest) > 0 {
-			data = append(r.rest, data...)
-			r.rest = nil
-		}
-		if line, ok := r.join.add(bytes.TrimSuffix(data, []byte{'\n'})); ok {
-			out = append(out, line)
-		}
-	}
-}
-
-// drain returns the rest of a file that will not grow any more, lines
-// still in parts included.
-func (r *logReader) drain() []criLine {
-	return append(r.readAvailable(), r.join.flush()...)
-}
-
-func (r *logReader) close() {
-	if r.file != nil {
-		r.file.Close()
-	}
-}
-
 // logPrinter writes log lines to the stream they came from.
 type logPrinter struct {
 	stdout, stderr io.Writer
 	timestamps     bool
 }
 
-func (p *logPrinter) print(lines []criLine) {
+func (p *logPrinter) print(lines []monitor.LogLine) {
 	for _, l := range lines {
 		w := p.stdout
-		if l.stream == "stderr" {
+		if l.Stream == monitor.StreamStderr {
 			w = p.stderr
 		}
 		if p.timestamps {
-			fmt.Fprintf(w, "%s %s\n", l.time.Format(time.RFC3339Nano), l.text)
+			fmt.Fprintf(w, "%s %s\n", l.Time.Format(time.RFC3339Nano), l.Text)
 		} else {
-			fmt.Fprintf(w, "%s\n", l.text)
+			fmt.Fprintf(w, "%s\n", l.Text)
 		}
 	}
-}
-
-// criLine is one line of a container's output, from the CRI log format
-// "<RFC 3339 time> <stdout|stderr> <P|F> <text>".
-type criLine struct {
-	time   time.Time
-	stream string
-	text   []byte
-}
-
-// criJoiner turns CRI log lines into whole lines, joining the partial (P)
-// ones of each stream with the full (F) line that ends them. The zero value
-// is ready to use.
-type criJoiner struct {
-	partial map[string]*criLine // by stream
-}
-
-// add takes one log line, without its newline, and returns the whole line
-// it completes. Lines not in the CRI format are skipped.
-func (j *criJoiner) add(raw []byte) (criLine, bool) {
-	fields := bytes.SplitN(raw, []byte{' '}, 4)
-	if len(fields) < 3 {
-		return criLine{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
-	if err != nil {
-		return criLine{}, false
-	}
-	stream, tag := string(fields[1]), string(fields[2])
-	if (stream != "stdout" && stream != "stderr") || (tag != "P" && tag != "F") {
-		return criLine{}, false
-	}
-	var text []byte
-	if len(fields) == 4 {
-		text = fields[3]
-	}
-	pending := j.partial[stream]
-	if pending == nil {
-		pending = &criLine{time: t, stream: stream}
-	}
-	pending.text = append(pending.text, text...)
-	if tag == "P" {
-		if j.partial == nil {
-			j.partial = map[string]*criLine{}
-		}
-		j.partial[stream] = pending
-		return criLine{}, false
-	}
-	delete(j.partial, stream)
-	return *pending, true
-}
-
-// flush returns the lines still in parts, as if they had ended: stdout's
-// first.
-func (j *criJoiner) flush() []criLine {
-	var out []criLine
-	for _, stream := range []string{"stdout", "stderr"} {
-		if l := j.partial[stream]; l != nil {
-			out = append(out, *l)
-		}
-	}
-	j.partial = nil
-	return out
 }
 
 // parseInterspersed parses flags given before and after the positional

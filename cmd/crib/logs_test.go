@@ -18,7 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
@@ -42,14 +43,14 @@ func testPod(name string, apps []string, inits ...string) *corev1.Pod {
 // instance, with the runtime ID id.
 func running(name, id string, restarts int32) corev1.ContainerStatus {
 	return corev1.ContainerStatus{
-		Name: name, ContainerID: status.ContainerIDScheme + id, RestartCount: restarts,
+		Name: name, ContainerID: podstatus.ContainerIDScheme + id, RestartCount: restarts,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 	}
 }
 
 func exited(name, id string, restarts, code int32) corev1.ContainerStatus {
 	return corev1.ContainerStatus{
-		Name: name, ContainerID: status.ContainerIDScheme + id, RestartCount: restarts,
+		Name: name, ContainerID: podstatus.ContainerIDScheme + id, RestartCount: restarts,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}},
 	}
 }
@@ -59,11 +60,11 @@ func waiting(name, reason string) corev1.ContainerStatus {
 }
 
 // statusAPI serves store the way the agent does.
-func statusAPI(t *testing.T, store *status.Store) *status.Client {
+func statusAPI(t *testing.T, store *statusapi.Store) *statusapi.Client {
 	t.Helper()
-	srv := httptest.NewServer(status.Handler(store, nil, nil))
+	srv := httptest.NewServer(statusapi.Handler(store, nil, nil))
 	t.Cleanup(srv.Close)
-	return status.NewClient(srv.URL)
+	return statusapi.NewClient(srv.URL)
 }
 
 // writeLog writes CRI log records to the log file of the container's
@@ -93,7 +94,7 @@ const (
 
 func TestLogs(t *testing.T) {
 	root := t.TempDir()
-	store := status.NewStore()
+	store := statusapi.NewStore()
 	client := statusAPI(t, store)
 
 	web := testPod("web", []string{"app"}, "setup")
@@ -224,41 +225,6 @@ func TestLogs(t *testing.T) {
 	}
 }
 
-func TestCRIJoiner(t *testing.T) {
-	var j criJoiner
-	var got []string
-	for _, raw := range []string{
-		ts1 + " stdout P a",
-		ts1 + " stderr P x",
-		ts2 + " stdout F b",
-		ts2 + " stdout F",
-		ts3 + " stderr F y z",
-		ts3 + " stdout X bad tag",
-		"garbage stdout F text",
-		ts3 + " stdin F bad stream",
-		ts3 + " stderr P left",
-	} {
-		if l, ok := j.add([]byte(raw)); ok {
-			got = append(got, l.stream+":"+l.time.Format(time.RFC3339Nano)+":"+string(l.text))
-		}
-	}
-	for _, l := range j.flush() {
-		got = append(got, "flushed "+l.stream+":"+string(l.text))
-	}
-	want := []string{
-		"stdout:" + ts1 + ":ab",
-		"stdout:" + ts2 + ":",
-		"stderr:" + ts1 + ":xy z",
-		"flushed stderr:left",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("joined lines (-want +got):\n%s", diff)
-	}
-	if left := j.flush(); len(left) != 0 {
-		t.Errorf("second flush = %v, want nothing", left)
-	}
-}
-
 // waitFor polls cond until it holds; the follower polls on its own ticks.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -273,7 +239,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // follow runs streamLogs -f in the background; the returned channel
 // gives its result.
-func follow(t *testing.T, ctx context.Context, client *status.Client, o logsOptions, stdout, stderr *testutil.SyncBuffer) <-chan error {
+func follow(t *testing.T, ctx context.Context, client *statusapi.Client, o logsOptions, stdout, stderr *testutil.SyncBuffer) <-chan error {
 	t.Helper()
 	o.follow, o.namespace = true, "default"
 	o.filePoll, o.statusPoll = 5*time.Millisecond, 10*time.Millisecond
@@ -295,7 +261,7 @@ func result(t *testing.T, done <-chan error) error {
 
 func TestLogsFollowAcrossRestarts(t *testing.T) {
 	root := t.TempDir()
-	store := status.NewStore()
+	store := statusapi.NewStore()
 	client := statusAPI(t, store)
 	pod := testPod("crashy", []string{"app"})
 	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -339,18 +305,18 @@ func TestLogsFollowEnds(t *testing.T) {
 		name string
 		// end changes the world so that following stops; nil: the
 		// context is cancelled.
-		end func(store *status.Store, pod *corev1.Pod)
+		end func(store *statusapi.Store, pod *corev1.Pod)
 	}{
 		{name: "interrupted"},
-		{name: "pod gone", end: func(store *status.Store, pod *corev1.Pod) { store.Delete(pod.UID) }},
-		{name: "pod finished", end: func(store *status.Store, pod *corev1.Pod) {
+		{name: "pod gone", end: func(store *statusapi.Store, pod *corev1.Pod) { store.Delete(pod.UID) }},
+		{name: "pod finished", end: func(store *statusapi.Store, pod *corev1.Pod) {
 			store.Set(pod, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{exited("app", "c0", 0, 2)}})
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			store := status.NewStore()
+			store := statusapi.NewStore()
 			client := statusAPI(t, store)
 			pod := testPod("p", []string{"app"})
 			store.Set(pod, corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running("app", "c0", 0)}})
@@ -376,8 +342,8 @@ func TestLogsFollowEnds(t *testing.T) {
 
 func TestLogsCommandLine(t *testing.T) {
 	root := t.TempDir()
-	store := status.NewStore()
-	srv := httptest.NewServer(status.Handler(store, nil, nil))
+	store := statusapi.NewStore()
+	srv := httptest.NewServer(statusapi.Handler(store, nil, nil))
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	pod := testPod("web", []string{"app", "side"})

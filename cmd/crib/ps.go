@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 )
 
 // listCmd is `crib pods` and `crib ps`: tables of the agent's pods or
@@ -25,17 +25,17 @@ func listCmd(name string, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pods, err := status.NewClient("http://" + *addr).Pods(ctx)
+	pods, err := statusapi.NewClient("http://" + *addr).Pods(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "crib %s: no agent answers on %s (is `crib agent` or `crib run` running?): %v\n", name, *addr, err)
 		return 1
 	}
-	write := status.WritePods
+	write := statusapi.WritePods
 	if wide {
-		write = status.WritePodsWide
+		write = statusapi.WritePodsWide
 	}
 	if name == "ps" {
-		write = status.WriteContainers
+		write = statusapi.WriteContainers
 	}
 	if err := write(stdout, pods, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "crib %s: %v\n", name, err)

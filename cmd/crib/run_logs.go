@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/monitor"
 )
 
 // logFollower prints the CRI log files of running pods as they grow,
@@ -24,7 +25,7 @@ type logFollower struct {
 type followedFile struct {
 	prefix string
 	offset int64
-	lines  criJoiner
+	lines  monitor.LogJoiner
 }
 
 func newLogFollower(logRoot string, stdout, stderr io.Writer, withPod bool) *logFollower {
@@ -83,13 +84,13 @@ func (l *logFollower) read(path string, f *followedFile) {
 // printCRILine prints one line of the CRI log format, once the partial
 // lines before it are joined to it.
 func (l *logFollower) printCRILine(f *followedFile, line []byte) {
-	whole, ok := f.lines.add(line)
+	whole, ok := f.lines.Add(line)
 	if !ok {
 		return
 	}
 	out := l.stdout
-	if whole.stream == "stderr" {
+	if whole.Stream == monitor.StreamStderr {
 		out = l.stderr
 	}
-	fmt.Fprintf(out, "%s | %s\n", f.prefix, whole.text)
+	fmt.Fprintf(out, "%s | %s\n", f.prefix, whole.Text)
 }

@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // DefaultReadyTimeout is how long `crib run --wait=ready` waits for the
@@ -124,7 +124,7 @@ func waitingFailure(w *corev1.ContainerStateWaiting) string {
 		return ""
 	}
 	switch w.Reason {
-	case "", status.ReasonContainerCreating, status.ReasonPodInitializing:
+	case "", podstatus.ReasonContainerCreating, podstatus.ReasonPodInitializing:
 		return ""
 	}
 	if w.Message == "" {

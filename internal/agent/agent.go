@@ -19,7 +19,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/podworker"
 	"github.com/crib-dev/crib/internal/agent/prober"
 	"github.com/crib-dev/crib/internal/agent/source"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/agent/userns"
 	"github.com/crib-dev/crib/internal/agent/volume"
 	"github.com/crib-dev/crib/internal/systemd"
@@ -72,9 +72,9 @@ type Config struct {
 type Agent struct {
 	cfg     Config
 	log     *slog.Logger
-	store   *status.Store
-	events  *status.Events
-	metrics *status.Metrics
+	store   *statusapi.Store
+	events  *statusapi.Events
+	metrics *statusapi.Metrics
 	volumes *volume.Manager
 	cgroups *podcgroup.Manager // nil without CgroupDriver
 	// userns holds the blocks of host ids of pods with hostUsers: false;
@@ -151,19 +151,19 @@ func New(cfg Config) *Agent {
 		cgroups:   cgroups,
 		cfg:       cfg,
 		log:       cfg.Log,
-		store:     status.NewStore(),
-		events:    status.NewEvents(status.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
-		metrics:   status.NewMetrics(),
+		store:     statusapi.NewStore(),
+		events:    statusapi.NewEvents(statusapi.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
+		metrics:   statusapi.NewMetrics(),
 		volumes:   volume.New(volume.Config{Root: podsRoot}, cfg.Log),
 		pods:      map[string]*podRecord{},
 	}
 }
 
 // Store is the agent's pod status store; `crib run` watches it.
-func (a *Agent) Store() *status.Store { return a.store }
+func (a *Agent) Store() *statusapi.Store { return a.store }
 
 // Events are the events the agent recorded.
-func (a *Agent) Events() *status.Events { return a.events }
+func (a *Agent) Events() *statusapi.Events { return a.events }
 
 // Run runs the sync loop until ctx is done. Pods keep running after it
 // returns.
@@ -227,11 +227,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); _ = w.Run(ctx, ch) }()
 	}
 	if a.cfg.StatusAddr != "" {
-		h := status.Handler(a.store, a.events, a.metrics, status.WithHealthCheck(a.healthy))
+		h := statusapi.Handler(a.store, a.events, a.metrics, statusapi.WithHealthCheck(a.healthy))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := status.Serve(ctx, a.cfg.StatusAddr, h); err != nil {
+			if err := statusapi.Serve(ctx, a.cfg.StatusAddr, h); err != nil {
 				a.log.Error("status API is not serving", "addr", a.cfg.StatusAddr, "err", err)
 			}
 		}()

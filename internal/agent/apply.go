@@ -6,7 +6,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/kuberuntime"
 	"github.com/crib-dev/crib/internal/agent/source"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 )
 
 // apply takes a new manifest snapshot and, when sync is set, syncs every
@@ -16,9 +16,9 @@ func (a *Agent) apply(snap source.Snapshot, sync bool) {
 	for _, p := range snap.Pods {
 		next[string(p.UID)] = p
 	}
-	errs := make([]status.SourceError, 0, len(snap.Errors))
+	errs := make([]statusapi.SourceError, 0, len(snap.Errors))
 	for _, e := range snap.Errors {
-		errs = append(errs, status.SourceError{Path: e.Path, Message: e.Error()})
+		errs = append(errs, statusapi.SourceError{Path: e.Path, Message: e.Error()})
 		a.events.Record(corev1.ObjectReference{Kind: "Manifest", Name: e.Path}, corev1.EventTypeWarning, "InvalidManifest", e.Error())
 	}
 	a.store.SetSourceErrors(errs)

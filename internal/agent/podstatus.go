@@ -10,7 +10,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/labels"
 	"github.com/crib-dev/crib/internal/agent/plan"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // maxMessageBytes bounds a termination message, as the kubelet does.
@@ -25,22 +25,22 @@ func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError s
 
 // computeStatusWaiting is computeStatus with more reasons containers wait,
 // by name, over those of the record (which it leaves as they are).
-func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool, more map[string]status.Waiting) corev1.PodStatus {
+func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool, more map[string]podstatus.Waiting) corev1.PodStatus {
 	var previous *corev1.PodStatus
 	if p, ok := a.store.Get(pod.UID); ok {
 		previous = &p.Status
 	}
 	var startTime time.Time
-	var waiting map[string]status.Waiting
+	var waiting map[string]podstatus.Waiting
 	var allocated *corev1.Pod
-	var pending *status.ResizePending
+	var pending *podstatus.ResizePending
 	var resizeError string
 	a.withRecord(string(pod.UID), func(rec *podRecord) {
 		startTime, waiting, resizeError = rec.firstSeen, rec.waiting, rec.resizeError
 		if r := rec.resizePending; r != nil {
 			// Until the resize is allocated, the containers are to run as
 			// the node last allocated them.
-			allocated, pending = rec.allocated, &status.ResizePending{Reason: r.Reason, Message: r.Message}
+			allocated, pending = rec.allocated, &podstatus.ResizePending{Reason: r.Reason, Message: r.Message}
 		}
 		if rec.fresh {
 			// A new version of the pod: its status starts over, so that a
@@ -52,11 +52,11 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 	if len(more) > 0 {
 		waiting = maps.Clone(waiting)
 		if waiting == nil {
-			waiting = map[string]status.Waiting{}
+			waiting = map[string]podstatus.Waiting{}
 		}
 		maps.Copy(waiting, more)
 	}
-	return status.Compute(status.Facts{
+	return podstatus.Compute(podstatus.Facts{
 		Pod:          pod,
 		Observed:     obs,
 		Waiting:      waiting,

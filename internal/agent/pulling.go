@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/plan"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // PullProgress is a runtime that can tell how far a pull of an image got:
@@ -28,7 +28,7 @@ const pullShowInterval = time.Second
 // returned function stops the refreshing and returns once it stopped, so
 // that no interim status comes after the sync's own.
 func (a *Agent) watchPull(pod *corev1.Pod, container, image string) (ended func()) {
-	a.showPulling(pod, container, status.PullingMessage(image, 0, 0, false))
+	a.showPulling(pod, container, podstatus.PullingMessage(image, 0, 0, false))
 	if a.cfg.PullProgress == nil {
 		return func() {}
 	}
@@ -49,7 +49,7 @@ func (a *Agent) watchPull(pod *corev1.Pod, container, image string) (ended func(
 				return // the pull ended while the runtime was asked
 			default:
 			}
-			a.showPulling(pod, container, status.PullingMessage(image, done, total, ok))
+			a.showPulling(pod, container, podstatus.PullingMessage(image, done, total, ok))
 		}
 	}()
 	return func() {
@@ -67,6 +67,6 @@ func (a *Agent) showPulling(pod *corev1.Pod, container, msg string) {
 			obs = rec.runtime.Observed
 		}
 	})
-	w := map[string]status.Waiting{container: {Reason: status.ReasonContainerCreating, Message: msg}}
+	w := map[string]podstatus.Waiting{container: {Reason: podstatus.ReasonContainerCreating, Message: msg}}
 	a.setStatus(pod, a.computeStatusWaiting(pod, obs, "", false, w))
 }

@@ -10,7 +10,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 )
 
 // heldImages is a fake image service whose pulls wait until released.
@@ -86,7 +87,7 @@ func TestAgentShowsPullProgress(t *testing.T) {
 			// and its container waits for the image.
 			waitFor(t, "the pull shown", func() bool {
 				reason, msg := waiting()
-				return reason == status.ReasonContainerCreating && msg == `Pulling image "busybox:1.36"`
+				return reason == podstatus.ReasonContainerCreating && msg == `Pulling image "busybox:1.36"`
 			}, func() string { r, m := waiting(); return r + " " + m })
 
 			progress.set(7_000_000, 28_000_000)
@@ -104,7 +105,7 @@ func TestAgentShowsPullProgress(t *testing.T) {
 			}, func() string { r, m := waiting(); return r + " " + m })
 			var table bytes.Buffer
 			pods := r.a.Store().List()
-			if err := status.WritePods(&table, pods, f.clk.Now()); err != nil {
+			if err := statusapi.WritePods(&table, pods, f.clk.Now()); err != nil {
 				t.Fatal(err)
 			}
 			wantStatus := "ContainerCreating (25%)"

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/kuberuntime"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // podPhase is where a pod is in its life on this node, as the kubelet's
@@ -89,7 +89,7 @@ type podRecord struct {
 	runtime *kuberuntime.PodRuntime
 	// waiting says why containers are not running, by name, as the syncs
 	// found it; the status shows it.
-	waiting map[string]status.Waiting
+	waiting map[string]podstatus.Waiting
 }
 
 // wanted reports whether a manifest asks for the pod.

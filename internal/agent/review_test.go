@@ -31,7 +31,7 @@ spec:
 
 // TestReviewRejectedPodShowsRunningAfterEdit: a pod rejected for OutOfcpu
 // is Failed; once its manifest is fixed it is admitted, its container runs,
-// and /pods shows it Running with no reason. status.Compute keeps a
+// and /pods shows it Running with no reason. podstatus.Compute keeps a
 // terminal phase ("a finished pod stays finished"), so a new version of a
 // pod starts its status over (podRecord.fresh): crib keeps a pod's UID
 // across edits, where the kubelet's edited static pod gets a new UID and a

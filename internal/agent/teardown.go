@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crib-dev/crib/internal/agent/kuberuntime"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // terminate tears down a pod no manifest asks for: it shows the pod as
@@ -18,7 +18,7 @@ import (
 func (a *Agent) terminate(ctx context.Context, uid string, last *corev1.Pod, pr *kuberuntime.PodRuntime) time.Duration {
 	if last != nil {
 		if _, ok := a.store.Get(types.UID(uid)); ok {
-			terminating := status.MarkTerminating(last, a.cfg.Clock.Now())
+			terminating := podstatus.MarkTerminating(last, a.cfg.Clock.Now())
 			a.setStatus(terminating, a.computeStatus(terminating, pr.Observed, "", true))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -338,7 +339,7 @@ func TestGetContainerEventsEnds(t *testing.T) {
 					break read
 				}
 			}
-			if got := status.Code(toStatus(err)); got != tt.want {
+			if got := status.Code(errgrpc.ToGRPC(err)); got != tt.want {
 				t.Errorf("error = %v (%s), want %s", err, got, tt.want)
 			}
 			if len(ids) != tt.sent+1 {
@@ -355,7 +356,7 @@ func TestGetContainerEventsWithoutBroadcaster(t *testing.T) {
 	s := testServer(nil, newFakePods())
 	stream := &fakeEventsServer{ctx: context.Background()}
 	err := s.GetContainerEvents(&runtimeapi.GetEventsRequest{}, stream)
-	if got := status.Code(toStatus(err)); got != codes.Unimplemented {
+	if got := status.Code(errgrpc.ToGRPC(err)); got != codes.Unimplemented {
 		t.Errorf("error = %v, want Unimplemented", err)
 	}
 }

@@ -51,7 +51,7 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 // only from codes.Unknown statuses, so such errors travel as Unknown with
 // that prefix. In-process callers still see both the CRI reason and the
 // errdefs class through errors.Is. Every other error keeps its class and
-// so its code from codeTable.
+// so its code (errgrpc.ToGRPC, in the interceptors).
 func pullError(err error) error {
 	if errdefs.IsUnavailable(err) && !errors.Is(err, crierrors.ErrRegistryUnavailable) {
 		return &registryUnavailableError{err: err}

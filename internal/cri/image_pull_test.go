@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	crierrors "k8s.io/cri-api/pkg/errors"
@@ -62,7 +63,7 @@ func TestPullErrorReasons(t *testing.T) {
 			if !errors.Is(err, tt.err) {
 				t.Errorf("pullError lost the original error chain: %v", err)
 			}
-			st, _ := status.FromError(toStatus(err))
+			st, _ := status.FromError(errgrpc.ToGRPC(err))
 			if st.Code() != tt.wantCode {
 				t.Errorf("code = %v, want %v", st.Code(), tt.wantCode)
 			}

@@ -2,13 +2,13 @@ package cri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,7 +16,11 @@ import (
 
 // Interceptor logs every RPC once (failures at error level, the rest at
 // debug) and has it observed, turns error classes into gRPC codes and
-// panics into Internal.
+// panics into Internal. The codes are errgrpc.ToGRPC's: the first errdefs
+// class found walking the error's chain (context's deadline and
+// cancellation included) gives the code, no class gives Unknown, and an
+// error that already carries a status keeps it. The agent's CRI client
+// reads them back with errgrpc.ToNative, the same table.
 func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
 	defer func() {
@@ -28,7 +32,7 @@ func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 	}()
 	resp, err = handler(ctx, req)
 	if err != nil {
-		err = toStatus(err)
+		err = errgrpc.ToGRPC(err)
 		s.log.Error("rpc failed", "rpc", info.FullMethod, "err", err, "duration", time.Since(start))
 		return nil, err
 	}
@@ -49,7 +53,7 @@ func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 		s.observe(info.FullMethod, err, start)
 	}()
 	if err = handler(srv, ss); err != nil {
-		err = toStatus(err)
+		err = errgrpc.ToGRPC(err)
 		s.log.Error("rpc failed", "rpc", info.FullMethod, "err", err, "duration", time.Since(start))
 		return err
 	}
@@ -66,42 +70,6 @@ func (s *Server) observe(fullMethod string, err error, start time.Time) {
 		return
 	}
 	s.rpcs.ObserveRPC(fullMethod[strings.LastIndexByte(fullMethod, '/')+1:], status.Code(err).String(), time.Since(start))
-}
-
-// codeTable maps error classes to gRPC codes, first match wins.
-var codeTable = []struct {
-	is   func(error) bool
-	code codes.Code
-}{
-	{errdefs.IsInvalidArgument, codes.InvalidArgument},
-	{errdefs.IsNotFound, codes.NotFound},
-	{errdefs.IsAlreadyExists, codes.AlreadyExists},
-	{errdefs.IsFailedPrecondition, codes.FailedPrecondition},
-	{errdefs.IsConflict, codes.FailedPrecondition},
-	{errdefs.IsUnavailable, codes.Unavailable},
-	{errdefs.IsNotImplemented, codes.Unimplemented},
-	{errdefs.IsPermissionDenied, codes.PermissionDenied},
-	{errdefs.IsUnauthorized, codes.Unauthenticated},
-	{errdefs.IsResourceExhausted, codes.ResourceExhausted},
-	{errdefs.IsOutOfRange, codes.OutOfRange},
-	{errdefs.IsAborted, codes.Aborted},
-	{errdefs.IsDeadlineExceeded, codes.DeadlineExceeded},
-	{func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, codes.DeadlineExceeded},
-	{func(err error) bool { return errors.Is(err, context.Canceled) }, codes.Canceled},
-}
-
-// toStatus gives err its gRPC code; errors that already carry a status
-// keep it.
-func toStatus(err error) error {
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	for _, row := range codeTable {
-		if row.is(err) {
-			return status.Error(row.code, err.Error())
-		}
-	}
-	return status.Error(codes.Unknown, err.Error())
 }
 
 // invalid is a request error naming the field it is about.

@@ -2,14 +2,18 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 type observed struct{ method, code string }
@@ -52,4 +56,53 @@ func TestInterceptorsObserve(t *testing.T) {
 	// Without an observer, nothing is observed and nothing breaks.
 	s.rpcs = nil
 	unary("/runtime.v1.RuntimeService/Version", func(context.Context, any) (any, error) { return "ok", nil })
+}
+
+// deadline is an error of the deadline class by interface, as a stalled
+// download is.
+type deadline struct{}
+
+func (deadline) Error() string     { return "no progress" }
+func (deadline) DeadlineExceeded() {}
+
+// Every errdefs class crib's managers return travels as the gRPC code crib
+// has always answered with; the message is the error's own.
+func TestErrorCodes(t *testing.T) {
+	tests := []struct {
+		err  error
+		want codes.Code
+	}{
+		{errdefs.ErrInvalidArgument, codes.InvalidArgument},
+		{errdefs.ErrNotFound, codes.NotFound},
+		{errdefs.ErrAlreadyExists, codes.AlreadyExists},
+		{errdefs.ErrFailedPrecondition, codes.FailedPrecondition},
+		{errdefs.ErrConflict, codes.FailedPrecondition},
+		{errdefs.ErrUnavailable, codes.Unavailable},
+		{errdefs.ErrNotImplemented, codes.Unimplemented},
+		{errdefs.ErrPermissionDenied, codes.PermissionDenied},
+		{errdefs.ErrUnauthenticated, codes.Unauthenticated},
+		{errdefs.ErrResourceExhausted, codes.ResourceExhausted},
+		{errdefs.ErrOutOfRange, codes.OutOfRange},
+		{errdefs.ErrAborted, codes.Aborted},
+		{deadline{}, codes.DeadlineExceeded},
+		{context.DeadlineExceeded, codes.DeadlineExceeded},
+		{context.Canceled, codes.Canceled},
+		{errors.New("no class"), codes.Unknown},
+		{status.Error(codes.Aborted, "already a status"), codes.Aborted},
+	}
+	for _, tt := range tests {
+		err := fmt.Errorf("container abc: %w", tt.err)
+		t.Run(tt.want.String()+"/"+tt.err.Error(), func(t *testing.T) {
+			st, ok := status.FromError(errgrpc.ToGRPC(err))
+			if !ok {
+				t.Fatalf("ToGRPC(%v) carries no status", err)
+			}
+			if st.Code() != tt.want {
+				t.Errorf("code = %v, want %v", st.Code(), tt.want)
+			}
+			if _, isStatus := status.FromError(tt.err); !isStatus && st.Message() != err.Error() {
+				t.Errorf("message = %q, want %q", st.Message(), err.Error())
+			}
+		})
+	}
 }

@@ -42,5 +42,6 @@
 // P record and an empty F record, as does a stream that ends right after a
 // P record. A "\r" before the newline is dropped. The lines of one burst of
 // output (what one read returned, up to 32 KiB) are written with one write
-// call and the same timestamp.
+// call and the same timestamp. LogReader and LogJoiner read the format back
+// (any CRI writer's): `crib logs` and `crib run` print with them.
 package monitor

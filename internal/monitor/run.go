@@ -44,9 +44,9 @@ type container struct {
 // outputs are the container's output streams with their log names and
 // attach frame kinds.
 func (c *container) outputs() []output {
-	out := []output{{"stdout", frameStdout, c.stdout}}
+	out := []output{{StreamStdout, frameStdout, c.stdout}}
 	if c.stderr != nil {
-		out = append(out, output{"stderr", frameStderr, c.stderr})
+		out = append(out, output{StreamStderr, frameStderr, c.stderr})
 	}
 	return out
 }

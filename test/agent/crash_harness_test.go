@@ -19,7 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
@@ -37,7 +37,7 @@ type cribAgent struct {
 	CgroupRoot string
 	StatusAddr string
 	image      string
-	status     *status.Client
+	status     *statusapi.Client
 	cmd        *exec.Cmd
 	done       chan struct{}
 	waitErr    error
@@ -86,7 +86,7 @@ func newCribAgent(t *testing.T) *cribAgent {
 		image:        img.Ref,
 		uids:         map[string]bool{},
 	}
-	a.status = status.NewClient("http://" + a.StatusAddr)
+	a.status = statusapi.NewClient("http://" + a.StatusAddr)
 	t.Cleanup(a.cleanup)
 	for _, d := range []string{a.Manifests, a.AgentRoot, a.LogRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent"
 	"github.com/crib-dev/crib/internal/agent/backoff"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
@@ -157,7 +157,7 @@ func (h *harness) Agent() *agent.Agent {
 }
 
 // Store is the running agent's status store.
-func (h *harness) Store() *status.Store { return h.Agent().Store() }
+func (h *harness) Store() *statusapi.Store { return h.Agent().Store() }
 
 // writeObjects writes objects (Pods, ConfigMaps, Secrets) to file as a
 // multi-document YAML manifest, replacing it atomically.

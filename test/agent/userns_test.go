@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/agent/labels"
-	"github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/statusapi"
 	"github.com/crib-dev/crib/internal/agent/userns"
 )
 
@@ -27,7 +27,7 @@ func TestUserNamespaces(t *testing.T) {
 	env := newRuntimeEnv(t)
 	requireUserNamespaces(t, env)
 	h := startAgent(t, env)
-	srv := httptest.NewServer(status.Handler(h.Store(), h.Agent().Events(), status.NewMetrics()))
+	srv := httptest.NewServer(statusapi.Handler(h.Store(), h.Agent().Events(), statusapi.NewMetrics()))
 	t.Cleanup(srv.Close)
 
 	a := usernsPod(env, "userns-a")
@@ -43,7 +43,7 @@ func TestUserNamespaces(t *testing.T) {
 	// /pods serves the block of each.
 	ctx, cancel := context.WithTimeout(context.Background(), criTimeout)
 	defer cancel()
-	list, err := status.NewClient(srv.URL).Pods(ctx)
+	list, err := statusapi.NewClient(srv.URL).Pods(ctx)
 	if err != nil {
 		t.Fatalf("GET /pods: %v", err)
 	}
@@ -225,7 +225,7 @@ func testHostUsersRefused(t *testing.T, s *suite) {
 	}
 }
 
-func refused(errs []status.SourceError, file string, words ...string) bool {
+func refused(errs []statusapi.SourceError, file string, words ...string) bool {
 	for _, e := range errs {
 		if !strings.HasSuffix(e.Path, "/"+file) {
 			continue

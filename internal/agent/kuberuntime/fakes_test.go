@@ -17,7 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/agent/backoff"
 	"github.com/crib-dev/crib/internal/agent/plan"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
-	agentstatus "github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // callLog is one ordered record of what the runtime, the hooks and the
@@ -308,7 +308,7 @@ type env struct {
 	// between syncs, by pod UID: its last observation and why its
 	// containers wait.
 	last    map[string]*PodRuntime
-	waiting map[string]map[string]agentstatus.Waiting
+	waiting map[string]map[string]podstatus.Waiting
 
 	hookMu sync.Mutex
 	hook   hookFunc
@@ -329,7 +329,7 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 		vol: &fakeVolumes{log: log},
 
 		last:    map[string]*PodRuntime{},
-		waiting: map[string]map[string]agentstatus.Waiting{},
+		waiting: map[string]map[string]podstatus.Waiting{},
 	}
 	e.img.SetFakeImages([]string{"busybox:1.36"})
 	cfg := Config{
@@ -392,7 +392,7 @@ func (e *env) sync(pod *corev1.Pod) SyncResult {
 }
 
 // waitingOf says why the pod's containers wait after the syncs so far.
-func (e *env) waitingOf(uid string) map[string]agentstatus.Waiting { return e.waiting[uid] }
+func (e *env) waitingOf(uid string) map[string]podstatus.Waiting { return e.waiting[uid] }
 
 // mustSync syncs and fails the test on any error.
 func (e *env) mustSync(pod *corev1.Pod) SyncResult {

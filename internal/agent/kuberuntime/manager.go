@@ -2,12 +2,9 @@ package kuberuntime
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 
-	"github.com/containerd/errdefs"
-	"google.golang.org/grpc/codes"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -109,33 +106,14 @@ type nopRecorder struct{}
 
 func (nopRecorder) Event(*corev1.Pod, string, string, string) {}
 
-// fromGRPC gives a CRI client's error its errdefs class, so that callers can
-// test for NotFound whatever runtime answered.
+// fromGRPC gives a CRI client's error its errdefs class by the runtime's
+// gRPC code (errgrpc.ToNative, the inverse of the table crib's CRI edge
+// answers with), so that callers can test for NotFound whatever runtime
+// answered. An error without a status (the client's own) is kept as it is,
+// whole chain and all.
 func fromGRPC(err error) error {
-	if err == nil {
-		return nil
-	}
-	s, ok := status.FromError(err)
-	if !ok {
+	if _, ok := status.FromError(err); !ok {
 		return err
 	}
-	var class error
-	switch s.Code() {
-	case codes.NotFound:
-		class = errdefs.ErrNotFound
-	case codes.InvalidArgument:
-		class = errdefs.ErrInvalidArgument
-	case codes.AlreadyExists:
-		class = errdefs.ErrAlreadyExists
-	case codes.FailedPrecondition:
-		class = errdefs.ErrFailedPrecondition
-	case codes.Unavailable:
-		class = errdefs.ErrUnavailable
-	default:
-		return err
-	}
-	if errors.Is(err, class) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", s.Message(), class)
+	return errgrpc.ToNative(err)
 }

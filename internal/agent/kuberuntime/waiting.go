@@ -3,7 +3,7 @@ package kuberuntime
 import (
 	"maps"
 
-	agentstatus "github.com/crib-dev/crib/internal/agent/status"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // WaitingChanges is what one sync learned of why the pod's containers
@@ -11,11 +11,11 @@ import (
 // start, and nil for each it started, which waits no more. The reasons
 // outlive the sync (a container stays in CrashLoopBackOff until it runs
 // again), so the caller keeps them with Apply.
-type WaitingChanges map[string]*agentstatus.Waiting
+type WaitingChanges map[string]*podstatus.Waiting
 
 // wait records why the container could not start.
 func (c WaitingChanges) wait(name, reason, message string) {
-	c[name] = &agentstatus.Waiting{Reason: reason, Message: message}
+	c[name] = &podstatus.Waiting{Reason: reason, Message: message}
 }
 
 // started records that the container started: whatever it waited for is
@@ -24,8 +24,8 @@ func (c WaitingChanges) started(name string) { c[name] = nil }
 
 // Apply returns the reasons containers wait once these changes are made to
 // waiting. The result is a new map: waiting itself is left as it was.
-func (c WaitingChanges) Apply(waiting map[string]agentstatus.Waiting) map[string]agentstatus.Waiting {
-	out := make(map[string]agentstatus.Waiting, len(waiting)+len(c))
+func (c WaitingChanges) Apply(waiting map[string]podstatus.Waiting) map[string]podstatus.Waiting {
+	out := make(map[string]podstatus.Waiting, len(waiting)+len(c))
 	maps.Copy(out, waiting)
 	for name, w := range c {
 		if w == nil {

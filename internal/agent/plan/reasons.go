@@ -1,7 +1,7 @@
 package plan
 
 // Kill reasons, the Reason of a Kill. They are short and stable so that the
-// status package and the event log can match on them.
+// podstatus package and the event log can match on them.
 const (
 	// ReasonSpecChanged: the container's hash differs from ContainerHash of
 	// the manifest; it is started again whatever the restart policy.

@@ -7,13 +7,6 @@ import (
 	"github.com/crib-dev/crib/internal/cgroupfs"
 )
 
-// The kubelet's CPU constants.
-const (
-	sharesPerCPU = 1024
-	milliPerCPU  = 1000
-	minCFSQuota  = 1000 // microseconds
-)
-
 // PodLimits computes the pod cgroup's settings as the kubelet's
 // ResourceConfigForPod does. BestEffort pods get the minimum shares and no
 // limits. Other pods get shares from the pod's CPU request (overhead
@@ -29,9 +22,13 @@ func PodLimits(pod *corev1.Pod) cgroupfs.Limits {
 		return cgroupfs.Unlimited(cgroupfs.MinShares)
 	}
 	r := podconfig.PodResources(pod).WithOverhead(pod.Spec.Overhead)
-	l := cgroupfs.Unlimited(milliCPUToShares(r.CPURequest))
+	l := cgroupfs.Unlimited(uint64(podconfig.MilliCPUToShares(r.CPURequest)))
 	if qos == corev1.PodQOSGuaranteed || r.CPULimitDeclared {
-		l.CPUQuota = milliCPUToQuota(r.CPULimit)
+		// The kubelet's "no quota" (0) stays Unlimited's -1: written, so
+		// that a resize that drops the limit lifts it.
+		if quota := podconfig.MilliCPUToQuota(r.CPULimit, cgroupfs.DefaultPeriod); quota > 0 {
+			l.CPUQuota = quota
+		}
 	}
 	if qos == corev1.PodQOSGuaranteed || r.MemoryLimitDeclared {
 		if r.MemoryLimit > 0 {
@@ -39,19 +36,4 @@ func PodLimits(pod *corev1.Pod) cgroupfs.Limits {
 		}
 	}
 	return l
-}
-
-// milliCPUToShares converts a CPU request to cpu.shares, within [2, 262144].
-func milliCPUToShares(milli int64) uint64 {
-	shares := milli * sharesPerCPU / milliPerCPU
-	return uint64(min(max(shares, cgroupfs.MinShares), cgroupfs.MaxShares))
-}
-
-// milliCPUToQuota converts a CPU limit to a CFS quota for the default
-// period, at least the kernel's 1 ms; no limit is no quota.
-func milliCPUToQuota(milli int64) int64 {
-	if milli <= 0 {
-		return -1
-	}
-	return max(milli*cgroupfs.DefaultPeriod/milliPerCPU, minCFSQuota)
 }

@@ -3,6 +3,7 @@ package podcgroup
 import (
 	"testing"
 
+	"github.com/crib-dev/crib/internal/agent/podconfig"
 	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -141,5 +142,17 @@ func TestPodLimits(t *testing.T) {
 				t.Errorf("PodLimits (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestCPUBoundsAgree keeps the one conversion (podconfig's) and the bounds
+// cgroupfs writes and maps to cpu.weight from drifting apart.
+func TestCPUBoundsAgree(t *testing.T) {
+	if podconfig.MinShares != cgroupfs.MinShares || podconfig.MaxShares != cgroupfs.MaxShares {
+		t.Errorf("shares bounds: podconfig [%d, %d], cgroupfs [%d, %d]",
+			podconfig.MinShares, podconfig.MaxShares, cgroupfs.MinShares, cgroupfs.MaxShares)
+	}
+	if podconfig.QuotaPeriod != cgroupfs.DefaultPeriod {
+		t.Errorf("period: podconfig %d, cgroupfs %d", podconfig.QuotaPeriod, cgroupfs.DefaultPeriod)
 	}
 }

@@ -28,7 +28,7 @@ func (m *Manager) UpdateQOS(pods []*corev1.Pod) error {
 		}
 	}
 	return m.setQOSShares(map[corev1.PodQOSClass]uint64{
-		corev1.PodQOSBurstable:  milliCPUToShares(milli),
+		corev1.PodQOSBurstable:  uint64(podconfig.MilliCPUToShares(milli)),
 		corev1.PodQOSBestEffort: cgroupfs.MinShares,
 	})
 }

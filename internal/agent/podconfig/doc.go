@@ -29,7 +29,9 @@
 // Options gives it.
 //
 // Other agent packages share its pod rules rather than keeping copies:
-// status and podcgroup take the pod's class from QOSClass, and podcgroup
-// sizes the pod cgroup from PodResources, and volume renders downwardAPI
-// files with MetadataField, as environment variables here do.
+// podstatus and podcgroup take the pod's class from QOSClass, podcgroup
+// sizes the pod cgroup from PodResources and converts CPU with
+// MilliCPUToShares and MilliCPUToQuota, as the CRI resources here are, and
+// volume renders downwardAPI files with MetadataField, as environment
+// variables here do.
 package podconfig

@@ -8,55 +8,20 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// The kubelet's CPU and OOM constants.
+// The kubelet's OOM constants.
 const (
-	minShares        = 2
-	maxShares        = 262144
-	sharesPerCPU     = 1024
-	milliPerCPU      = 1000
-	quotaPeriod      = 100000 // microseconds, the CFS default
-	minQuota         = 1000   // microseconds
 	guaranteedOOMAdj = -997
 	bestEffortOOMAdj = 1000
 	nodeCriticalPrio = "system-node-critical"
 )
 
-// milliCPUToShares converts a CPU request to cgroup v1 cpu.shares, bounded
-// to [2, 262144]; no request gets the minimum.
-func milliCPUToShares(milli int64) int64 {
-	if milli <= 0 {
-		return minShares
-	}
-	shares := milli * sharesPerCPU / milliPerCPU
-	switch {
-	case shares < minShares:
-		return minShares
-	case shares > maxShares:
-		return maxShares
-	}
-	return shares
-}
-
-// milliCPUToQuota converts a CPU limit to a CFS quota for the period; no
-// limit is no quota (0), a tiny one is raised to the kernel's 1 ms minimum.
-func milliCPUToQuota(milli, period int64) int64 {
-	if milli <= 0 {
-		return 0
-	}
-	quota := milli * period / milliPerCPU
-	if quota < minQuota {
-		return minQuota
-	}
-	return quota
-}
-
 // linuxResources is the kubelet's calculateLinuxResources: shares from the
 // CPU request, quota and period from the CPU limit, the memory limit as is.
 func linuxResources(cpuRequestMilli, cpuLimitMilli, memoryLimit int64) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{
-		CpuShares: milliCPUToShares(cpuRequestMilli),
-		CpuPeriod: quotaPeriod,
-		CpuQuota:  milliCPUToQuota(cpuLimitMilli, quotaPeriod),
+		CpuShares: MilliCPUToShares(cpuRequestMilli),
+		CpuPeriod: QuotaPeriod,
+		CpuQuota:  MilliCPUToQuota(cpuLimitMilli, QuotaPeriod),
 	}
 	if memoryLimit > 0 {
 		r.MemoryLimitInBytes = memoryLimit

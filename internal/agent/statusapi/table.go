@@ -1,4 +1,4 @@
-package status
+package statusapi
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/labels"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
 // WritePods prints pods the way `kubectl get pods -A -o wide` does, trimmed
@@ -91,7 +92,7 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 
 	sidecars := map[string]bool{}
 	for i := range p.Spec.InitContainers {
-		if isRestartableInit(&p.Spec.InitContainers[i]) {
+		if podstatus.IsSidecar(&p.Spec.InitContainers[i]) {
 			sidecars[p.Spec.InitContainers[i].Name] = true
 			s.total++
 		}
@@ -120,7 +121,7 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 			s.status = fmt.Sprintf("Init:Signal:%d", t.Signal)
 		case t != nil:
 			s.status = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
-		case w != nil && w.Reason != "" && w.Reason != ReasonPodInitializing:
+		case w != nil && w.Reason != "" && w.Reason != podstatus.ReasonPodInitializing:
 			s.status = "Init:" + withPullPercent(w)
 		default:
 			s.status = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
@@ -147,7 +148,7 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 				s.ready++
 			}
 		}
-		if s.status == ReasonCompleted && running {
+		if s.status == podstatus.ReasonCompleted && running {
 			s.status = string(corev1.PodRunning)
 			if !hasCondition(p, corev1.PodReady) {
 				s.status = "NotReady"
@@ -168,7 +169,7 @@ func podRow(p *corev1.Pod, now time.Time) podSummary {
 // withPullPercent is a waiting reason, followed by the pull's percent
 // while the container waits for its image: "ContainerCreating (42%)".
 func withPullPercent(w *corev1.ContainerStateWaiting) string {
-	if pct, ok := pullPercent(w.Message); ok {
+	if pct, ok := podstatus.PullPercent(w.Message); ok {
 		return w.Reason + " (" + pct + ")"
 	}
 	return w.Reason

@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	"time"
@@ -193,7 +193,7 @@ func newestSandbox(obs plan.Observed) (plan.Sandbox, bool) {
 
 // MarkTerminating returns a copy of pod with a deletion timestamp at now and
 // its grace period, which is how a pod being torn down looks to kubectl and
-// to WritePods.
+// to statusapi.WritePods.
 func MarkTerminating(pod *corev1.Pod, now time.Time) *corev1.Pod {
 	out := pod.DeepCopy()
 	if out.DeletionTimestamp == nil {

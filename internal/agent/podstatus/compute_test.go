@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	"fmt"
@@ -579,12 +579,6 @@ func TestComputeNilPod(t *testing.T) {
 	if st := Compute(Facts{}); st.Phase != corev1.PodUnknown || len(st.Conditions) != 0 {
 		t.Errorf("Compute(no pod) = %+v", st)
 	}
-	NewStore().Set(nil, corev1.PodStatus{}) // must not panic
-	var m *Metrics
-	m.ObservePodStart(time.Second) // nor these
-	m.ObserveSync(time.Second)
-	m.ContainerRestarted("a", "b", "c")
-	m.ProbeResult("liveness", "success")
 }
 
 func TestComputeWaitingReasons(t *testing.T) {

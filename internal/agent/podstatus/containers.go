@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	"sort"
@@ -51,7 +51,7 @@ func initContainersDone(f Facts) bool {
 			return false
 		}
 		n := inst[0]
-		if isRestartableInit(&c) {
+		if IsSidecar(&c) {
 			if n.State != plan.ContainerRunning || !probe(f.Started, n.ID) {
 				return false
 			}
@@ -64,9 +64,9 @@ func initContainersDone(f Facts) bool {
 	return true
 }
 
-// isRestartableInit reports a sidecar: an init container that keeps running
+// IsSidecar reports a sidecar: an init container that keeps running
 // beside the app containers.
-func isRestartableInit(c *corev1.Container) bool {
+func IsSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
@@ -143,7 +143,7 @@ func containerStatus(f Facts, spec *corev1.Container, isInit, initDone bool) cor
 	switch {
 	case f.Terminating:
 		cs.Ready = false
-	case isInit && !isRestartableInit(spec):
+	case isInit && !IsSidecar(spec):
 		// A regular init container is ready once it has succeeded.
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	default:
@@ -168,7 +168,7 @@ func waitingApplies(pod *corev1.Pod, spec *corev1.Container, isInit bool, newest
 // willRestart applies the restart policy to an exited container.
 func willRestart(pod *corev1.Pod, spec *corev1.Container, isInit bool, exitCode int32) bool {
 	if isInit {
-		if isRestartableInit(spec) {
+		if IsSidecar(spec) {
 			return true
 		}
 		return exitCode != 0 && pod.Spec.RestartPolicy != corev1.RestartPolicyNever

@@ -1,9 +1,10 @@
-package status
+package statusapi
 
 import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -114,4 +115,13 @@ func TestStoreConcurrent(t *testing.T) {
 	if n := len(s.List().Items); n > 40 {
 		t.Errorf("%d pods, want at most 40", n)
 	}
+}
+
+func TestNilPodAndMetrics(t *testing.T) {
+	NewStore().Set(nil, corev1.PodStatus{}) // must not panic
+	var m *Metrics
+	m.ObservePodStart(time.Second) // nor these
+	m.ObserveSync(time.Second)
+	m.ContainerRestarted("a", "b", "c")
+	m.ProbeResult("liveness", "success")
 }

@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +15,7 @@ func phase(pod *corev1.Pod, inits, apps []corev1.ContainerStatus) corev1.PodPhas
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		cs, ok := find(inits, c.Name)
-		if isRestartableInit(c) {
+		if IsSidecar(c) {
 			switch {
 			case !ok:
 				pendingSidecar++

@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ func PullingMessage(image string, done, total int64, known bool) string {
 	return fmt.Sprintf("%s (%d%%: %.1f of %.1f MB)", msg, done*100/total, float64(done)/1e6, float64(total)/1e6)
 }
 
-// pullPercent returns the percent ("42%") a PullingMessage carries.
-func pullPercent(msg string) (string, bool) {
+// PullPercent returns the percent ("42%") a PullingMessage carries.
+func PullPercent(msg string) (string, bool) {
 	if !strings.HasPrefix(msg, "Pulling image ") || !strings.HasSuffix(msg, ")") {
 		return "", false
 	}

@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func initializedCondition(pod *corev1.Pod, st *corev1.PodStatus) corev1.PodCondi
 		spec := &pod.Spec.InitContainers[i]
 		cs, ok := find(st.InitContainerStatuses, spec.Name)
 		done := ok && cs.Ready
-		if isRestartableInit(spec) {
+		if IsSidecar(spec) {
 			done = ok && cs.Started != nil && *cs.Started
 		}
 		if !done {
@@ -98,7 +98,7 @@ func containersReadyCondition(pod *corev1.Pod, st *corev1.PodStatus) corev1.PodC
 	var unready []string
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]
-		if !isRestartableInit(spec) {
+		if !IsSidecar(spec) {
 			continue
 		}
 		if cs, ok := find(st.InitContainerStatuses, spec.Name); !ok || !cs.Ready {

@@ -1,4 +1,4 @@
-package status
+package podstatus
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +89,7 @@ func resizeInProgress(f Facts) bool {
 	}
 	var sidecars []corev1.Container
 	for _, c := range pod.Spec.InitContainers {
-		if isRestartableInit(&c) {
+		if IsSidecar(&c) {
 			sidecars = append(sidecars, c)
 		}
 	}

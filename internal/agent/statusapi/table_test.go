@@ -1,7 +1,8 @@
-package status
+package statusapi
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,15 +12,16 @@ import (
 
 	"github.com/crib-dev/crib/internal/agent/labels"
 	"github.com/crib-dev/crib/internal/agent/plan"
+	"github.com/crib-dev/crib/internal/agent/podstatus"
 )
 
-// tablePods builds pods through Compute, so the tables are tested on the
+// tablePods builds pods through podstatus.Compute, so the tables are tested on the
 // statuses the agent really produces.
 func tablePods(now time.Time) *corev1.PodList {
 	sb := readySandbox()
-	mk := func(p *corev1.Pod, start time.Time, obs plan.Observed, waiting map[string]Waiting) corev1.Pod {
+	mk := func(p *corev1.Pod, start time.Time, obs plan.Observed, waiting map[string]podstatus.Waiting) corev1.Pod {
 		out := p.DeepCopy()
-		out.Status = Compute(Facts{Pod: p, Observed: obs, Waiting: waiting, Now: now, StartTime: start,
+		out.Status = podstatus.Compute(podstatus.Facts{Pod: p, Observed: obs, Waiting: waiting, Now: now, StartTime: start,
 			Terminating: p.DeletionTimestamp != nil})
 		return *out
 	}
@@ -35,12 +37,12 @@ func tablePods(now time.Time) *corev1.PodList {
 	last := app("app", exited, 4, 1)
 	last.FinishedAt = now.Add(-20 * time.Second)
 	items = append(items, mk(crash, now.Add(-(3*time.Minute+12*time.Second)), plan.Observed{Sandboxes: []plan.Sandbox{sb},
-		Containers: []plan.Container{last}}, map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff}}))
+		Containers: []plan.Container{last}}, map[string]podstatus.Waiting{"app": {Reason: podstatus.ReasonCrashLoopBackOff}}))
 
 	pull := testPod(always, nil, "app")
 	pull.Name = "pull"
 	items = append(items, mk(pull, now.Add(-5*time.Hour), plan.Observed{Sandboxes: []plan.Sandbox{sb}},
-		map[string]Waiting{"app": {Reason: "ErrImagePull"}}))
+		map[string]podstatus.Waiting{"app": {Reason: "ErrImagePull"}}))
 
 	initing := testPod(always, []string{"i1", "i2"}, "app")
 	initing.Name = "initing"
@@ -65,7 +67,7 @@ func tablePods(now time.Time) *corev1.PodList {
 
 	gone := testPod(always, nil, "app")
 	gone.Name = "gone"
-	gone = MarkTerminating(gone, now)
+	gone = podstatus.MarkTerminating(gone, now)
 	items = append(items, mk(gone, now.Add(-time.Minute), plan.Observed{Sandboxes: []plan.Sandbox{sb},
 		Containers: []plan.Container{app("app", running, 0, 0)}}, nil))
 
@@ -102,7 +104,7 @@ func TestWritePodsWideShowsUserNamespaces(t *testing.T) {
 		if block != "" {
 			p.Annotations = map[string]string{labels.UserNamespace: block}
 		}
-		p.Status = Compute(Facts{Pod: p, Observed: plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()},
+		p.Status = podstatus.Compute(podstatus.Facts{Pod: p, Observed: plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()},
 			Containers: []plan.Container{app("app", running, 0, 0)}}, Now: now, StartTime: now.Add(-time.Minute)})
 		return *p
 	}
@@ -130,7 +132,7 @@ func TestWritePodsInitializing(t *testing.T) {
 	// PodInitializing, which kubectl shows as Init:0/N.
 	now := t0
 	p := testPod(always, []string{"i1"}, "app")
-	p.Status = Compute(Facts{Pod: p, Now: now, StartTime: now})
+	p.Status = podstatus.Compute(podstatus.Facts{Pod: p, Now: now, StartTime: now})
 	p.CreationTimestamp = metav1.NewTime(now.Add(-3 * time.Second))
 	var buf bytes.Buffer
 	if err := WritePods(&buf, &corev1.PodList{Items: []corev1.Pod{*p}}, now); err != nil {
@@ -176,5 +178,31 @@ func TestShortID(t *testing.T) {
 		if got := ShortID(in); got != want {
 			t.Errorf("ShortID(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A pod whose container waits for its image shows the pull's percent in
+// STATUS, an init container's as Init:.
+func TestWritePodsShowsPullPercent(t *testing.T) {
+	now := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
+	app := testPod(always, nil, "app")
+	app.Name = "app"
+	app.Status = podstatus.Compute(podstatus.Facts{Pod: app, Observed: plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}}, Now: now, StartTime: now,
+		Waiting: map[string]podstatus.Waiting{"app": {Reason: podstatus.ReasonContainerCreating, Message: podstatus.PullingMessage("nginx", 1, 4, true)}}})
+	initing := testPod(always, []string{"i1"}, "app")
+	initing.Name = "initing"
+	initing.Status = podstatus.Compute(podstatus.Facts{Pod: initing, Observed: plan.Observed{Sandboxes: []plan.Sandbox{readySandbox()}}, Now: now, StartTime: now,
+		Waiting: map[string]podstatus.Waiting{"i1": {Reason: podstatus.ReasonContainerCreating, Message: podstatus.PullingMessage("nginx", 3, 4, true)}}})
+	var out strings.Builder
+	if err := WritePods(&out, &corev1.PodList{Items: []corev1.Pod{*app, *initing}}, now); err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		fields := strings.Fields(line)
+		statuses = append(statuses, strings.Join(fields[3:len(fields)-3], " "))
+	}
+	if diff := cmp.Diff([]string{"ContainerCreating (25%)", "Init:ContainerCreating (75%)"}, statuses); diff != "" {
+		t.Errorf("STATUS (-want +got):\n%s\n%s", diff, out.String())
 	}
 }
