@@ -193,6 +193,9 @@ func check(expected map[string]expectation, specs []spec, features map[string]bo
 				why = fmt.Sprintf(" (crib reports %s: %t)", e.feature, features[e.feature])
 			}
 			problems = append(problems, fmt.Sprintf("%s %s, want %s%s: %s", s.state, s.name, want, why, s.message))
+		} else if e.state == "skip" && !strings.Contains(e.cause, s.message) {
+			// A listed skip must skip for its listed cause, not another one.
+			problems = append(problems, fmt.Sprintf("skipped %s for %q, which its listed cause %q does not quote", s.name, s.message, e.cause))
 		}
 		if s.state != "passed" && s.state != "skipped" && want != "fail" {
 			onlyKnownFailures = false

@@ -7,7 +7,7 @@ import (
 
 const list = `# a comment
 pass A spec
-skip B spec -- no AppArmor
+skip B spec -- no AppArmor on this kernel (critest: AppArmor is disabled)
 pass|skip:userNamespaces C spec
 fail D spec -- issue 99
 `
@@ -62,6 +62,9 @@ func TestCheck(t *testing.T) {
 			want: []string{"skipped C spec, want pass"}},
 		{name: "a required feature is missing", features: userns, required: []string{"recursiveReadOnlyMounts"}, exit: 1,
 			want: []string{"does not report recursiveReadOnlyMounts"}},
+		{name: "a listed skip skips for another cause", features: userns, exit: 1,
+			edit: func(s []spec) []spec { s[2].message = "something else"; return s },
+			want: []string{`skipped B spec for "something else"`}},
 		{name: "a pass that starts to skip", features: userns, exit: 1,
 			edit: func(s []spec) []spec { s[1].state = "skipped"; return s },
 			want: []string{"skipped A spec, want pass"}},
