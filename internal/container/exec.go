@@ -152,6 +152,12 @@ func (m *Manager) applyResources(ctx context.Context, e *entry, rt *ociruntime.R
 			return nil, err
 		}
 		if f := m.fateOf(ctx, e, rt); !f.ended() {
+			// The runtime may have written some controllers before it
+			// failed (cgroup v1 refuses a memory limit below usage after
+			// the CPU ones are in): put the old values back.
+			if uerr := rt.Update(context.WithoutCancel(ctx), c.ID, old); uerr != nil {
+				m.log.Error("put back the resources of a failed update", "container", c.ID, "err", uerr)
+			}
 			return nil, edgeError(c.ID, err, f)
 		}
 		// It exited while the runtime updated it: the values are only
