@@ -30,25 +30,34 @@ func (s *Store) Remove(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	chains, blobs := s.garbageChains, s.garbageBlobs
-	if gone != nil {
-		chains = dedupe(append(chains, gone.ChainIDs...))
-		blobs = dedupe(append(blobs, gone.Blobs...))
+	// What earlier removals failed to delete is tried again first. It
+	// fails this call only when this call removed no image of its own
+	// (the retry of that failed removal): one blob that cannot go must not
+	// fail the removal of every other image.
+	carriedChains, carriedBlobs := s.garbageChains, s.garbageBlobs
+	s.garbageChains, s.garbageBlobs = nil, nil
+	if len(carriedChains)+len(carriedBlobs) > 0 {
+		if err := s.collectLocked(carriedChains, carriedBlobs); err != nil {
+			s.garbageChains, s.garbageBlobs = carriedChains, carriedBlobs
+			if gone == nil {
+				return fmt.Errorf("remove image %q: what an earlier removal left: %w", ref, err)
+			}
+		}
 	}
-	if len(chains)+len(blobs) == 0 {
+	if gone == nil || len(gone.ChainIDs)+len(gone.Blobs) == 0 {
 		return nil
 	}
 	// The image is gone from the records; what it alone used goes next,
 	// or, should that fail, at the next removal.
 	err = failpoint.Check("RemoveImage/record")
 	if err == nil {
-		err = s.collectLocked(chains, blobs)
+		err = s.collectLocked(gone.ChainIDs, gone.Blobs)
 	}
 	if err != nil {
-		s.garbageChains, s.garbageBlobs = chains, blobs
+		s.garbageChains = dedupe(append(s.garbageChains, gone.ChainIDs...))
+		s.garbageBlobs = dedupe(append(s.garbageBlobs, gone.Blobs...))
 		return fmt.Errorf("remove image %q: %w", ref, err)
 	}
-	s.garbageChains, s.garbageBlobs = nil, nil
 	return failpoint.Check("RemoveImage/collect")
 }
 
