@@ -82,13 +82,17 @@ func containerItem(c container.Container) *runtimeapi.Container {
 	}
 }
 
+// imageSpec is the image of c as its config named it, without a runtime
+// handler: every handler shares one image store, and ListImages names
+// none, so the kubelet's image GC (RuntimeClassInImageCriApi), which
+// matches a container's image and handler against the listed images',
+// sees the image in use.
 func imageSpec(c container.Container) *runtimeapi.ImageSpec {
 	img := c.Config.GetImage()
 	return &runtimeapi.ImageSpec{
 		Image:              img.GetImage(),
 		Annotations:        img.GetAnnotations(),
 		UserSpecifiedImage: img.GetUserSpecifiedImage(),
-		RuntimeHandler:     img.GetRuntimeHandler(),
 	}
 }
 

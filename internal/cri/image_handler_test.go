@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/image"
 )
 
@@ -72,5 +73,27 @@ func TestCRIImageSpec(t *testing.T) {
 		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 			t.Errorf("spec for handler %q (-want +got):\n%s", h, diff)
 		}
+	}
+}
+
+// TestContainerImageSpecNamesNoHandler: a container's image is listed
+// without the handler its config named, as ListImages lists every image,
+// so that the kubelet's image GC finds the image in use.
+func TestContainerImageSpecNamesNoHandler(t *testing.T) {
+	c := container.Container{Config: &runtimeapi.ContainerConfig{
+		Image: &runtimeapi.ImageSpec{Image: "sha256:ab", UserSpecifiedImage: "busybox:1", RuntimeHandler: "runc"},
+	}}
+	want := &runtimeapi.ImageSpec{Image: "sha256:ab", UserSpecifiedImage: "busybox:1"}
+	for name, got := range map[string]*runtimeapi.ImageSpec{
+		"ListContainers":  containerItem(c).GetImage(),
+		"ContainerStatus": containerStatus(c).GetImage(),
+	} {
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Errorf("%s image (-want +got):\n%s", name, diff)
+		}
+	}
+	listed := criImage(image.Image{ID: "sha256:ab"}, "").GetSpec()
+	if listed.GetRuntimeHandler() != want.GetRuntimeHandler() {
+		t.Errorf("ListImages names handler %q, containers %q", listed.GetRuntimeHandler(), want.GetRuntimeHandler())
 	}
 }
