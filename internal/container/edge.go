@@ -16,10 +16,11 @@ import (
 // the race was lost: "write init-p: broken pipe", "procReady not received",
 // "failed to open /proc/PID/ns/ipc", "cannot exec in a stopped container".
 // Such a failure is answered by what became of the container, looked at
-// again after the failure, not by those words: NotFound once it is removed,
-// FailedPrecondition once its init has exited, as containerd answers a
-// container that is gone or no longer running. A failure of a container
-// that still runs keeps its own error (Unknown when nothing classifies it).
+// again after the failure, not by those words: NotFound once it is removed
+// (as containerd answers), FailedPrecondition once its init has exited
+// (containerd answers Unknown there, an error it leaves unclassified; the
+// state is the caller's precondition). A failure of a container that still
+// runs keeps its own error (Unknown when nothing classifies it).
 
 // fate is what became of a container after an operation on its process
 // failed.
