@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 
 	"github.com/crib-dev/crib/internal/cdi"
+	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/events"
@@ -61,11 +62,12 @@ func (d *Daemon) build(ctx context.Context) error {
 			CgroupDriver: d.cfg.CgroupDriver,
 			Handlers:     handlers,
 		},
-		Sandboxes:  d.sandboxes,
-		Containers: d.containers,
-		Images:     d.images,
-		Network:    pods,
-		Streams:    d.streams,
+		Sandboxes:   d.sandboxes,
+		Containers:  d.containers,
+		Checkpoints: d.checkpoints,
+		Images:      d.images,
+		Network:     pods,
+		Streams:     d.streams,
 		Usage: usage.New(usage.Config{Cgroups: stats.Config{
 			Unified: cgroups.Mode() == cgroups.Unified,
 			Systemd: d.cfg.CgroupDriver == "systemd",
@@ -145,6 +147,10 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		CDI:            cdi.New(d.cfg.CDI.SpecDirs),
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
+	d.checkpoints = checkpoint.New(checkpoint.Config{
+		Criu:    d.cfg.Checkpoint.CriuPath,
+		WorkDir: filepath.Join(d.cfg.Root, "checkpoints"),
+	}, d.containers, d.log)
 	return nil
 }
 
