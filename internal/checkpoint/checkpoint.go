@@ -14,8 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -76,9 +78,8 @@ type intent struct {
 const intentFile = "intent.json"
 
 // Checkpoint writes the archive of the running container req names to
-// req.Location, leaving the container running. ctx bounds the wait: a
-// cancelled checkpoint returns at once, and whatever CRIU was still
-// writing is removed once it has finished.
+// req.Location, leaving the container running. Once ctx is done, a dump
+// under way is given a short grace, then killed (ociruntime.Checkpoint).
 func (s *Service) Checkpoint(ctx context.Context, req Request) error {
 	if err := checkLocation(req.Location); err != nil {
 		return err
@@ -153,16 +154,11 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 		_ = os.RemoveAll(work)
 		return err
 	}
-	// From here on, the work dir and the temp file go on failure. The
-	// work dir goes only once no runtime writes to it: a cancelled dump
-	// leaves that to the background.
-	dumping := false
+	// From here on, the work dir and the temp file go on failure.
 	defer func() {
 		if err != nil {
 			_ = os.Remove(temp)
-			if !dumping {
-				_ = os.RemoveAll(work)
-			}
+			_ = os.RemoveAll(work)
 		}
 	}()
 	if err := failpoint.Check("CheckpointContainer/intent"); err != nil {
@@ -173,26 +169,20 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	if err := os.Mkdir(images, 0o700); err != nil {
 		return err
 	}
-	dumping = true
 	var dumped sync.WaitGroup
 	dumped.Add(1)
 	err = c.Runtime.Checkpoint(ctx, c.Container.ID, ociruntime.CheckpointOpts{
 		ImagePath: images, WorkPath: work, LeaveRunning: true, Criu: s.cfg.Criu,
 	}, dumped.Done)
+	// The runtime has exited: cancelled, it was given its grace, then
+	// killed.
+	dumped.Wait()
 	if err != nil {
-		if ctx.Err() != nil {
-			go func() { dumped.Wait(); _ = os.RemoveAll(work) }()
-			return err
-		}
-		dumped.Wait()
 		if log, rerr := os.ReadFile(filepath.Join(work, dumpLogFile)); rerr == nil {
 			s.log.Warn("CRIU dump failed", "container", c.Container.ID, "log_tail", tail(string(log), 10))
 		}
-		dumping = false
 		return err
 	}
-	dumped.Wait()
-	dumping = false
 	if err := failpoint.Check("CheckpointContainer/dumped"); err != nil {
 		return err
 	}
@@ -376,8 +366,9 @@ func copyFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 // Recover removes what checkpoints cut short by the daemon's death left:
 // their work dirs and temporary archives. It lists them at once, before
 // any new checkpoint starts, and removes them in the background: a runtime
-// still dumping into a work dir is waited for first (up to wait), so that
-// it writes nothing after the removal. done is closed once all are gone.
+// still dumping into a work dir is waited for first (up to wait), then
+// killed, so that it writes nothing after the removal. done is closed once
+// all are gone.
 func (s *Service) Recover(wait time.Duration) (done <-chan struct{}) {
 	finished := make(chan struct{})
 	entries, err := os.ReadDir(s.cfg.WorkDir)
@@ -412,21 +403,31 @@ func (s *Service) removeWork(work string, wait time.Duration) {
 
 // waitForWriters waits, up to wait, until no process names dir in its
 // command line (runc checkpoint is given its image and work paths).
+// Then it kills their process groups (the runtime's, which its CRIU
+// joined).
 func waitForWriters(dir string, wait time.Duration) {
 	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) && namedInCmdline(dir) {
+	for time.Now().Before(deadline) && len(namedInCmdline(dir)) > 0 {
 		time.Sleep(100 * time.Millisecond)
+	}
+	for _, pid := range namedInCmdline(dir) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-func namedInCmdline(dir string) bool {
+// namedInCmdline lists the processes whose command line names dir.
+func namedInCmdline(dir string) []int {
+	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), dir) {
-			return true
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				pids = append(pids, pid)
+			}
 		}
 	}
-	return false
+	return pids
 }
 
 func writeFileSync(path string, data []byte) error {

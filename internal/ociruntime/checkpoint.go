@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // CheckpointOpts are the options of Checkpoint.
@@ -24,22 +26,30 @@ type CheckpointOpts struct {
 	Criu string
 }
 
-// Checkpoint dumps the container's processes with CRIU (runc checkpoint).
+// checkpointGrace is how long a cancelled checkpoint is left to finish
+// by itself before the runtime and CRIU are killed.
+const checkpointGrace = 5 * time.Second
+
+// Checkpoint dumps container id's processes with CRIU (runc checkpoint).
+// Its errors do not name the container: the caller's do.
 //
-// Cancelling ctx stops the wait, not the dump: a CRIU killed halfway
-// leaves the container's tasks seized or frozen, while one left to finish
-// resumes them (with LeaveRunning). The runtime goes on in the background
-// and done, when not nil, is called once it has exited, so that the
-// caller can remove what it wrote.
+// Once ctx is done, the runtime has checkpointGrace to finish (a dump
+// about to end resumes the container itself); then it and its CRIU are
+// killed and the container resumed, should CRIU have left its cgroup
+// frozen. done, when not nil, is called once the runtime has exited, so
+// that the caller can remove what it wrote.
 func (r *Runtime) Checkpoint(ctx context.Context, id string, o CheckpointOpts, done func()) error {
 	args := append(r.globalArgs(""), "checkpoint", "--image-path", o.ImagePath, "--work-path", o.WorkPath)
 	if o.LeaveRunning {
 		args = append(args, "--leave-running")
 	}
 	args = append(args, id)
-	// Not CommandContext: the process must outlive a cancelled ctx.
+	// Not CommandContext: a cancelled ctx gets the grace first.
 	cmd := exec.Command(r.Binary, args...)
 	cmd.WaitDelay = waitDelay
+	// Its own process group, which CRIU (its child) joins: one kill
+	// reaches both.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if o.Criu != "" {
 		cmd.Env = withPathFirst(os.Environ(), filepath.Dir(o.Criu))
 	}
@@ -49,31 +59,39 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, o CheckpointOpts, d
 		if done != nil {
 			done()
 		}
-		return fmt.Errorf("checkpoint container %s: %w", id, err)
+		return fmt.Errorf("%s checkpoint: %w", r.Binary, err)
 	}
 	exited := make(chan error, 1)
 	go func() {
-		err := cmd.Wait()
-		exited <- err
+		exited <- cmd.Wait()
 		if done != nil {
 			done()
 		}
 	}()
+	var err error
 	select {
-	case err := <-exited:
-		if err != nil {
-			msg := LastError(stderr.Bytes())
-			if msg == "" {
-				msg = err.Error()
-			}
-			// runc's message names the CRIU log; the log is the
-			// caller's to keep or remove.
-			return fmt.Errorf("checkpoint container %s: %s checkpoint: %w", id, r.Binary, Classify(msg))
-		}
-		return nil
+	case err = <-exited:
 	case <-ctx.Done():
-		return fmt.Errorf("checkpoint container %s: %w", id, ctx.Err())
+		select {
+		case <-exited:
+		case <-time.After(checkpointGrace):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			// A CRIU killed between freezing and thawing the cgroup
+			// leaves the container paused; resume fails on one that
+			// is not.
+			_, _ = r.run(context.Background(), nil, "resume", id)
+		}
+		return fmt.Errorf("%s checkpoint: %w", r.Binary, ctx.Err())
 	}
+	if err != nil {
+		msg := LastError(stderr.Bytes())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("%s checkpoint: %w", r.Binary, Classify(msg))
+	}
+	return nil
 }
 
 // withPathFirst returns env with dir first in its PATH.

@@ -1,0 +1,122 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RequireCriuEnv, when set, turns a missing or broken criu from a skip into
+// a failure (scripts/test.sh sets it once it has built criu).
+const RequireCriuEnv = "CRIB_REQUIRE_CRIU"
+
+// criuBuilt is where ../shared/conformance/build-criu.sh installs criu.
+const criuBuilt = "/var/lib/cri-conformance/criu/bin/criu"
+
+var criu struct {
+	once      sync.Once
+	path, why string
+	dumpOnce  sync.Once
+	dumpWhy   string
+}
+
+// FindCriu returns a criu binary that passes `criu check` on this host:
+// $CRIB_CRIU, else the shared build's, else criu in PATH; "" when there is
+// none, with why.
+func FindCriu() (path, why string) {
+	criu.once.Do(func() { criu.path, criu.why = findCriu() })
+	return criu.path, criu.why
+}
+
+func findCriu() (string, string) {
+	var candidates []string
+	if p := os.Getenv("CRIB_CRIU"); p != "" {
+		candidates = append(candidates, p)
+	}
+	candidates = append(candidates, criuBuilt)
+	if p, err := exec.LookPath("criu"); err == nil {
+		candidates = append(candidates, p)
+	}
+	why := "no criu: not at $CRIB_CRIU, " + criuBuilt + " nor in PATH (../shared/conformance/build-criu.sh builds it)"
+	for _, p := range candidates {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if out, err := exec.Command(p, "check").CombinedOutput(); err != nil {
+			why = "criu " + p + " fails `criu check`: " + strings.TrimSpace(string(out))
+			continue
+		}
+		return p, ""
+	}
+	return "", why
+}
+
+// Criu returns a criu binary that passes `criu check`, or skips the test
+// saying why (fails it when CRIB_REQUIRE_CRIU is set).
+func Criu(t testing.TB) string {
+	t.Helper()
+	p, why := FindCriu()
+	if p == "" {
+		skipOrFailCriu(t, why)
+	}
+	return p
+}
+
+// CriuDumps is Criu for a test that needs a dump to succeed: it also
+// dumps a sleep of its own once (leaving it running), since `criu check`
+// passing does not mean a dump works on this kernel.
+func CriuDumps(t testing.TB) string {
+	t.Helper()
+	p := Criu(t)
+	criu.dumpOnce.Do(func() { criu.dumpWhy = probeDump(p) })
+	if criu.dumpWhy != "" {
+		skipOrFailCriu(t, criu.dumpWhy)
+	}
+	return p
+}
+
+func skipOrFailCriu(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(RequireCriuEnv) != "" {
+		t.Fatalf("%s, and %s is set", why, RequireCriuEnv)
+	}
+	t.Skip(why)
+}
+
+// probeDump dumps a sleep in a session of its own with criu, and says why
+// that failed ("" when it worked).
+func probeDump(criuPath string) string {
+	dir, err := os.MkdirTemp("", "crib-criu-probe-")
+	if err != nil {
+		return err.Error()
+	}
+	defer os.RemoveAll(dir)
+	sleep := exec.Command("sleep", "600")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := sleep.Start(); err != nil {
+		return err.Error()
+	}
+	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, criuPath, "dump", "-t", fmt.Sprint(sleep.Process.Pid), "-D", dir, "--leave-running", "-o", dir+"/dump.log", "-v4")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return ""
+	}
+	log, _ := os.ReadFile(dir + "/dump.log")
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	if ctx.Err() != nil {
+		return fmt.Sprintf("criu %s passes `criu check`, but a dump of a sleep hangs on this host (over 20 s; see criu#162): %s", criuPath, strings.Join(lines, " | "))
+	}
+	return fmt.Sprintf("criu %s cannot dump a sleep: %v: %s\n%s", criuPath, err, out, strings.Join(lines, "\n"))
+}
