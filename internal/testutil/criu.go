@@ -73,12 +73,26 @@ func Criu(t testing.TB) string {
 // passing does not mean a dump works on this kernel.
 func CriuDumps(t testing.TB) string {
 	t.Helper()
-	p := Criu(t)
-	criu.dumpOnce.Do(func() { criu.dumpWhy = probeDump(p) })
-	if criu.dumpWhy != "" {
-		skipOrFailCriu(t, criu.dumpWhy)
+	Criu(t)
+	p, why := FindDumpingCriu()
+	if p == "" {
+		skipOrFailCriu(t, why)
 	}
 	return p
+}
+
+// FindDumpingCriu is FindCriu for a criu that can also dump a process
+// here; "" when there is none, with why.
+func FindDumpingCriu() (path, why string) {
+	p, why := FindCriu()
+	if p == "" {
+		return "", why
+	}
+	criu.dumpOnce.Do(func() { criu.dumpWhy = probeDump(p) })
+	if criu.dumpWhy != "" {
+		return "", criu.dumpWhy
+	}
+	return p, ""
 }
 
 func skipOrFailCriu(t testing.TB, why string) {
@@ -116,7 +130,7 @@ func probeDump(criuPath string) string {
 		lines = lines[len(lines)-3:]
 	}
 	if ctx.Err() != nil {
-		return fmt.Sprintf("criu %s passes `criu check`, but a dump of a sleep hangs on this host (over 20 s; see criu#162): %s", criuPath, strings.Join(lines, " | "))
+		return fmt.Sprintf("criu %s passes `criu check`, but a dump of a sleep hangs on this host (over 20 s; see criu#162): %s", criuPath, strings.Join(lines, " / "))
 	}
 	return fmt.Sprintf("criu %s cannot dump a sleep: %v: %s\n%s", criuPath, err, out, strings.Join(lines, "\n"))
 }
