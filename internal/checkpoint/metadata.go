@@ -14,9 +14,9 @@ const (
 	checkpointDirectory = "checkpoint"
 	rootFsDiffTar       = "rootfs-diff.tar"
 	deletedFilesFile    = "deleted.files"
-	dumpLogFile         = "dump.log"
-	// statsDumpFile is CRIU's timing of the dump, in its work directory.
-	statsDumpFile = "stats-dump"
+	// dumpLogFile is CRIU's log, in its work directory beside its
+	// stats-dump (the dump's timing); both are archived as they are.
+	dumpLogFile = "dump.log"
 	// statusFile is containerd's own record of the container.
 	statusFile = "status"
 	// containerLogFile is the container's CRI log, under containerd's name.
