@@ -32,6 +32,9 @@ import (
 type Config struct {
 	// Criu is the criu binary ("" runs criu from PATH).
 	Criu string
+	// NoBreakpoints makes CRIU trace syscalls rather than set hardware
+	// breakpoints, which some virtual machines never deliver.
+	NoBreakpoints bool
 	// WorkDir holds one directory per checkpoint under way: CRIU's images
 	// and logs, the writable layer's tar, and the intent record.
 	WorkDir string
@@ -172,7 +175,7 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	var dumped sync.WaitGroup
 	dumped.Add(1)
 	err = c.Runtime.Checkpoint(ctx, c.Container.ID, ociruntime.CheckpointOpts{
-		ImagePath: images, WorkPath: work, LeaveRunning: true, Criu: s.cfg.Criu,
+		ImagePath: images, WorkPath: work, LeaveRunning: true, Criu: s.cfg.Criu, NoBreakpoints: s.cfg.NoBreakpoints,
 	}, dumped.Done)
 	// The runtime has exited: cancelled, it was given its grace, then
 	// killed.

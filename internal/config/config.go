@@ -129,6 +129,12 @@ type Checkpoint struct {
 	// to a file named criu (runc runs "criu" from its PATH, which gets the
 	// file's directory first); empty, the default, is criu in crib's PATH.
 	CriuPath string `toml:"criu_path"`
+	// CriuNoBreakpoints makes CRIU stop a dumped task at the end of its
+	// parasite by tracing its syscalls rather than with a hardware
+	// breakpoint, which some virtual machines never deliver (a dump then
+	// hangs; Firecracker guests do). It sets CRIU's own switch for this,
+	// CRIU_FAULT=130, in the runtime's environment.
+	CriuNoBreakpoints bool `toml:"criu_no_breakpoints"`
 }
 
 // Metrics configures the HTTP server of the runtime's Prometheus metrics.

@@ -148,8 +148,9 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	d.checkpoints = checkpoint.New(checkpoint.Config{
-		Criu:    d.cfg.Checkpoint.CriuPath,
-		WorkDir: filepath.Join(d.cfg.Root, "checkpoints"),
+		Criu:          d.cfg.Checkpoint.CriuPath,
+		NoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
+		WorkDir:       filepath.Join(d.cfg.Root, "checkpoints"),
 	}, d.containers, d.log)
 	return nil
 }

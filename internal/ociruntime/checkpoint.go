@@ -24,6 +24,9 @@ type CheckpointOpts struct {
 	// directory is put first in the runtime's PATH, and the binary must
 	// be named criu.
 	Criu string
+	// NoBreakpoints makes CRIU trace syscalls where it would set a
+	// hardware breakpoint (CRIU_FAULT=130, its switch for this).
+	NoBreakpoints bool
 }
 
 // checkpointGrace is how long a cancelled checkpoint is left to finish
@@ -50,8 +53,13 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, o CheckpointOpts, d
 	// Its own process group, which CRIU (its child) joins: one kill
 	// reaches both.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = os.Environ()
 	if o.Criu != "" {
-		cmd.Env = withPathFirst(os.Environ(), filepath.Dir(o.Criu))
+		cmd.Env = withPathFirst(cmd.Env, filepath.Dir(o.Criu))
+	}
+	if o.NoBreakpoints {
+		// CRIU reads it from the environment runc passes on.
+		cmd.Env = append(cmd.Env, "CRIU_FAULT=130")
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -23,19 +22,17 @@ import (
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
-// counterCmd counts in /tmp/c, ten times a second.
-var counterCmd = []string{"sh", "-c", "echo up; i=0; while true; do echo $i > /tmp/c; i=$((i+1)); sleep 0.1; done"}
+// counterCmd counts in /tmp/c, ten times a second; each count replaces
+// the file whole (a rename), so that a reader never sees it empty.
+var counterCmd = []string{"sh", "-c", "echo up; i=0; while true; do echo $i > /tmp/c.new; mv /tmp/c.new /tmp/c; i=$((i+1)); sleep 0.1; done"}
 
-// checkpointEnv is a daemon told where criu is.
-func checkpointEnv(t *testing.T, criu string) *env {
+// checkpointEnv is a daemon given config, its [checkpoint] table.
+func checkpointEnv(t *testing.T, config string) *env {
 	t.Helper()
 	testutil.RequiresRoot(t)
 	t.Parallel()
 	img := testutil.Busybox(t)
-	d := testutil.StartDaemon(t, testutil.Options{
-		Image:       &img,
-		ExtraConfig: fmt.Sprintf("[checkpoint]\ncriu_path = %q\n", criu),
-	})
+	d := testutil.StartDaemon(t, testutil.Options{Image: &img, ExtraConfig: config})
 	return &env{t: t, d: d, img: img}
 }
 
@@ -93,8 +90,8 @@ func (e *env) counter(id string) int {
 // log. The container keeps running and counting; nothing is left beside
 // the archive or in the work dir.
 func TestCheckpointContainer(t *testing.T) {
-	criu := testutil.CriuDumps(t)
-	e := checkpointEnv(t, criu)
+	testutil.CriuDumps(t)
+	e := checkpointEnv(t, testutil.CriuConfig())
 	pod := e.podConfig("ckpt")
 	podID := e.runPod(pod)
 	id := e.run(podID, pod, e.ctrConfig("counter", counterCmd...))
@@ -265,8 +262,8 @@ func checkpointctl(t *testing.T, archive, name string) {
 // work dir and no runc or CRIU process; the container runs on either way.
 // (Where a dump hangs, as criu#162 describes, this is the path taken.)
 func TestCheckpointContainerTimeout(t *testing.T) {
-	criu := testutil.Criu(t)
-	e := checkpointEnv(t, criu)
+	testutil.Criu(t)
+	e := checkpointEnv(t, testutil.CriuConfig())
 	pod := e.podConfig("ckpt-timeout")
 	podID := e.runPod(pod)
 	id := e.run(podID, pod, e.ctrConfig("counter", counterCmd...))
@@ -301,7 +298,7 @@ func TestCheckpointContainerTimeout(t *testing.T) {
 // in a missing directory, and a criu that does not exist (a daemon
 // configured so; no criu is needed on the host).
 func TestCheckpointContainerErrors(t *testing.T) {
-	e := checkpointEnv(t, "/nonexistent/criu")
+	e := checkpointEnv(t, "[checkpoint]\ncriu_path = \"/nonexistent/criu\"\n")
 	pod := e.podConfig("ckpt-err")
 	podID := e.runPod(pod)
 	id := e.run(podID, pod, e.ctrConfig("c", "sleep", "3600"))

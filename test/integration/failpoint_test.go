@@ -677,15 +677,11 @@ func TestFailpoints(t *testing.T) {
 	img := testutil.Busybox(t)
 	armFile := filepath.Join(t.TempDir(), "armed")
 	reg := newGatedRegistry(t)
-	var extra string
-	if criu, _ := testutil.FindCriu(); criu != "" {
-		extra = fmt.Sprintf("[checkpoint]\ncriu_path = %q\n", criu)
-	}
 	d := testutil.StartDaemon(t, testutil.Options{
 		Image:       &img,
 		Env:         []string{failpoint.Env + "=" + armFile},
 		Registries:  map[string][]string{"failpoint.test": {"http://" + reg.host}},
-		ExtraConfig: extra,
+		ExtraConfig: testutil.CriuConfig(),
 	})
 	type row struct{ step, mode, reached, result, checked string }
 	var rows []row
