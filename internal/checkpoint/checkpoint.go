@@ -368,20 +368,29 @@ func copyFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 
 // Recover removes what checkpoints cut short by the daemon's death left:
 // their work dirs and temporary archives. It lists them at once, before
-// any new checkpoint starts, and removes them in the background: a runtime
-// still dumping into a work dir is waited for first (up to wait), then
-// killed, so that it writes nothing after the removal. done is closed once
-// all are gone.
+// any new checkpoint starts, and removes at once those no process writes
+// to; one a runtime still dumps into is removed in the background once the
+// runtime has exited (or, after wait, been killed), so that it writes
+// nothing after the removal. done is closed once all are gone.
 func (s *Service) Recover(wait time.Duration) (done <-chan struct{}) {
 	finished := make(chan struct{})
 	entries, err := os.ReadDir(s.cfg.WorkDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("list checkpoint work dirs", "err", err)
 	}
+	var busy []string
+	for _, e := range entries {
+		work := filepath.Join(s.cfg.WorkDir, e.Name())
+		if len(namedInCmdline(work)) > 0 {
+			busy = append(busy, work)
+			continue
+		}
+		s.removeWork(work, 0)
+	}
 	go func() {
 		defer close(finished)
-		for _, e := range entries {
-			s.removeWork(filepath.Join(s.cfg.WorkDir, e.Name()), wait)
+		for _, work := range busy {
+			s.removeWork(work, wait)
 		}
 	}()
 	return finished
