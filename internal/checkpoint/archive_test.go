@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/checkpoint/archive"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/ociruntime"
 )
@@ -118,8 +119,8 @@ func TestWriteRootfsDiff(t *testing.T) {
 func TestWriteArchive(t *testing.T) {
 	upper, lower := overlayLayers(t)
 	work := t.TempDir()
-	write(t, filepath.Join(work, checkpointDirectory, "inventory.img"), "criu")
-	write(t, filepath.Join(work, dumpLogFile), "dumped")
+	write(t, filepath.Join(work, archive.CheckpointDirectory, "inventory.img"), "criu")
+	write(t, filepath.Join(work, archive.DumpLogFile), "dumped")
 	write(t, filepath.Join(work, intentFile), "{}")
 	logPath := filepath.Join(t.TempDir(), "c.log")
 	write(t, logPath, "2026-01-01T00:00:00Z stdout F up\n")
@@ -144,18 +145,18 @@ func TestWriteArchive(t *testing.T) {
 	if err := writeDiff(context.Background(), work, live, spec); err != nil {
 		t.Fatal(err)
 	}
-	archive := filepath.Join(t.TempDir(), "c.tar")
-	req := Request{ContainerID: live.Container.ID, Location: archive, Status: []byte(`{"id":"x"}`)}
-	if err := writeArchive(context.Background(), archive, work, live, req, spec); err != nil {
+	out := filepath.Join(t.TempDir(), "c.tar")
+	req := Request{ContainerID: live.Container.ID, Location: out, Status: []byte(`{"id":"x"}`)}
+	if err := writeArchive(context.Background(), out, work, live, req, spec); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(archive)
+	f, err := os.Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	files, names := readTar(t, f)
-	for _, want := range []string{configDumpFile, specDumpFile, statusDumpFile, statusFile, rootFsDiffTar, deletedFilesFile, dumpLogFile, containerLogFile, "checkpoint/inventory.img"} {
+	for _, want := range []string{archive.ConfigDumpFile, archive.SpecDumpFile, archive.StatusDumpFile, archive.StatusFile, archive.RootFsDiffTar, archive.DeletedFilesFile, archive.DumpLogFile, archive.ContainerLogFile, "checkpoint/inventory.img"} {
 		if _, ok := files[want]; !ok {
 			t.Errorf("the archive has no %s: %v", want, names)
 		}
@@ -163,16 +164,16 @@ func TestWriteArchive(t *testing.T) {
 	if _, ok := files[intentFile]; ok {
 		t.Errorf("the archive holds the intent record")
 	}
-	var cfg containerConfig
-	if err := json.Unmarshal([]byte(files[configDumpFile]), &cfg); err != nil {
+	var cfg archive.ContainerConfig
+	if err := json.Unmarshal([]byte(files[archive.ConfigDumpFile]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ID != live.Container.ID || cfg.Name != "counter" || cfg.OCIRuntime != "runc" || cfg.RootfsImageName != "docker.io/library/busybox:latest" || !cfg.CreatedTime.Equal(live.Container.CreatedAt) {
 		t.Errorf("config.dump = %+v", cfg)
 	}
 	var deleted []string
-	if err := json.Unmarshal([]byte(files[deletedFilesFile]), &deleted); err != nil || !slices.Contains(deleted, "/etc/motd") {
-		t.Errorf("deleted.files = %s (%v), want /etc/motd in it", files[deletedFilesFile], err)
+	if err := json.Unmarshal([]byte(files[archive.DeletedFilesFile]), &deleted); err != nil || !slices.Contains(deleted, "/etc/motd") {
+		t.Errorf("deleted.files = %s (%v), want /etc/motd in it", files[archive.DeletedFilesFile], err)
 	}
 
 	// checkpointctl's own reading of the metadata (show needs no CRIU
@@ -185,14 +186,14 @@ func TestWriteArchive(t *testing.T) {
 		t.Log("SKIP checkpointctl show: no checkpointctl ($CRIB_CHECKPOINTCTL or in PATH)")
 		return
 	}
-	out, err := exec.Command(bin, "show", archive).CombinedOutput()
+	shown, err := exec.Command(bin, "show", out).CombinedOutput()
 	if err != nil {
-		t.Fatalf("checkpointctl show: %v\n%s", err, out)
+		t.Fatalf("checkpointctl show: %v\n%s", err, shown)
 	}
 	for _, want := range []string{"counter", "containerd", "busybox", "runc", "abababababab"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("checkpointctl show does not show %q:\n%s", want, out)
+		if !strings.Contains(string(shown), want) {
+			t.Errorf("checkpointctl show does not show %q:\n%s", want, shown)
 		}
 	}
-	t.Logf("checkpointctl show:\n%s", out)
+	t.Logf("checkpointctl show:\n%s", shown)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/crib-dev/crib/internal/checkpoint/archive"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/ociruntime"
@@ -168,7 +169,7 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 		return err
 	}
 
-	images := filepath.Join(work, checkpointDirectory)
+	images := filepath.Join(work, archive.CheckpointDirectory)
 	if err := os.Mkdir(images, 0o700); err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	// killed.
 	dumped.Wait()
 	if err != nil {
-		if log, rerr := os.ReadFile(filepath.Join(work, dumpLogFile)); rerr == nil {
+		if log, rerr := os.ReadFile(filepath.Join(work, archive.DumpLogFile)); rerr == nil {
 			s.log.Warn("CRIU dump failed", "container", c.Container.ID, "log_tail", tail(string(log), 10))
 		}
 		return err
@@ -230,7 +231,7 @@ func writeDiff(ctx context.Context, work string, c container.Live, specJSON []by
 	for _, m := range spec.Mounts {
 		skip[filepath.Clean(m.Destination)] = true
 	}
-	f, err := os.Create(filepath.Join(work, rootFsDiffTar))
+	f, err := os.Create(filepath.Join(work, archive.RootFsDiffTar))
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func writeDiff(ctx context.Context, work string, c container.Live, specJSON []by
 	if len(deleted) == 0 {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(work, deletedFilesFile), mustJSON(deleted), 0o600)
+	return os.WriteFile(filepath.Join(work, archive.DeletedFilesFile), mustJSON(deleted), 0o600)
 }
 
 // writeArchive writes the archive to temp and syncs it.
@@ -269,7 +270,7 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 		_, err := tw.Write(data)
 		return err
 	}
-	cfg := containerConfig{
+	cfg := archive.ContainerConfig{
 		ID:              ctr.ID,
 		Name:            ctr.Config.GetMetadata().GetName(),
 		RootfsImage:     ctr.Config.GetImage().GetUserSpecifiedImage(),
@@ -282,7 +283,7 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 	if cfg.RootfsImage == "" {
 		cfg.RootfsImage = cfg.RootfsImageName
 	}
-	status := containerdStatus{
+	status := archive.ContainerdStatus{
 		CreatedAt: ctr.CreatedAt.UnixNano(),
 		StartedAt: ctr.StartedAt.UnixNano(),
 		Pid:       uint32(ctr.Pid),
@@ -291,10 +292,10 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 		name string
 		data []byte
 	}{
-		{configDumpFile, mustJSON(cfg)},
-		{specDumpFile, spec},
-		{statusDumpFile, req.Status},
-		{statusFile, mustJSON(status)},
+		{archive.ConfigDumpFile, mustJSON(cfg)},
+		{archive.SpecDumpFile, spec},
+		{archive.StatusDumpFile, req.Status},
+		{archive.StatusFile, mustJSON(status)},
 	} {
 		if err := add(part.name, part.data); err != nil {
 			return fmt.Errorf("write the archive: %w", err)
@@ -323,7 +324,7 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 	}
 	if ctr.LogPath != "" {
 		if fi, err := os.Stat(ctr.LogPath); err == nil && fi.Mode().IsRegular() {
-			if err := copyFile(tw, ctr.LogPath, containerLogFile, fi); err != nil {
+			if err := copyFile(tw, ctr.LogPath, archive.ContainerLogFile, fi); err != nil {
 				return fmt.Errorf("write the archive: the container's log: %w", err)
 			}
 		}

@@ -1,4 +1,6 @@
-package checkpoint
+// Package archive names the parts of a container checkpoint archive and
+// reads one back for a restore.
+package archive
 
 import "time"
 
@@ -8,24 +10,24 @@ import "time"
 // raise the versions of runtime-spec, x/sys and protobuf crib builds with,
 // for a dozen constants and one struct.
 const (
-	configDumpFile      = "config.dump"
-	specDumpFile        = "spec.dump"
-	statusDumpFile      = "status.dump"
-	checkpointDirectory = "checkpoint"
-	rootFsDiffTar       = "rootfs-diff.tar"
-	deletedFilesFile    = "deleted.files"
-	// dumpLogFile is CRIU's log, in its work directory beside its
+	ConfigDumpFile      = "config.dump"
+	SpecDumpFile        = "spec.dump"
+	StatusDumpFile      = "status.dump"
+	CheckpointDirectory = "checkpoint"
+	RootFsDiffTar       = "rootfs-diff.tar"
+	DeletedFilesFile    = "deleted.files"
+	// DumpLogFile is CRIU's log, in its work directory beside its
 	// stats-dump (the dump's timing); both are archived as they are.
-	dumpLogFile = "dump.log"
-	// statusFile is containerd's own record of the container.
-	statusFile = "status"
-	// containerLogFile is the container's CRI log, under containerd's name.
-	containerLogFile = "container.log"
+	DumpLogFile = "dump.log"
+	// StatusFile is containerd's own record of the container.
+	StatusFile = "status"
+	// ContainerLogFile is the container's CRI log, under containerd's name.
+	ContainerLogFile = "container.log"
 )
 
-// containerConfig is config.dump: checkpointctl's ContainerConfig, field
+// ContainerConfig is config.dump: checkpointctl's ContainerConfig, field
 // for field.
-type containerConfig struct {
+type ContainerConfig struct {
 	ID              string    `json:"id"`
 	Name            string    `json:"name"`
 	RootfsImage     string    `json:"rootfsImage,omitempty"`
@@ -38,9 +40,9 @@ type containerConfig struct {
 	Restored        bool      `json:"restored"`
 }
 
-// containerdStatus is the status file: checkpointctl's ContainerdStatus
+// ContainerdStatus is the status file: checkpointctl's ContainerdStatus
 // (times in Unix nanoseconds).
-type containerdStatus struct {
+type ContainerdStatus struct {
 	CreatedAt  int64
 	StartedAt  int64
 	FinishedAt int64
