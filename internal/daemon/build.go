@@ -133,18 +133,20 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	d.monitors = monitor.NewPool(d.monitorBin, 1)
 	d.opened.add("idle monitors", func() error { d.monitors.Close(); return nil })
 	d.containers = container.New(container.Config{
-		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
-		StateDir:       filepath.Join(d.cfg.State, "containers"),
-		Monitors:       d.monitors,
-		Runtimes:       runtimes,
-		CgroupDriver:   d.cfg.CgroupDriver,
-		CgroupV2:       cgroups.Mode() == cgroups.Unified,
-		OOMScoreAdjMin: oomScoreAdjMin(),
-		HostCaps:       hostCaps,
-		Hugetlb:        hasController("hugetlb"),
-		Events:         d.events,
-		Tracer:         d.metrics,
-		CDI:            cdi.New(d.cfg.CDI.SpecDirs),
+		BundleDir:         filepath.Join(d.cfg.Root, "containers"),
+		StateDir:          filepath.Join(d.cfg.State, "containers"),
+		Monitors:          d.monitors,
+		Runtimes:          runtimes,
+		CgroupDriver:      d.cfg.CgroupDriver,
+		CgroupV2:          cgroups.Mode() == cgroups.Unified,
+		OOMScoreAdjMin:    oomScoreAdjMin(),
+		HostCaps:          hostCaps,
+		Hugetlb:           hasController("hugetlb"),
+		Events:            d.events,
+		Tracer:            d.metrics,
+		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
+		Criu:              d.cfg.Checkpoint.CriuPath,
+		CriuNoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	d.checkpoints = checkpoint.New(checkpoint.Config{

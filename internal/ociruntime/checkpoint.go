@@ -53,14 +53,7 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, o CheckpointOpts, d
 	// Its own process group, which CRIU (its child) joins: one kill
 	// reaches both.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = os.Environ()
-	if o.Criu != "" {
-		cmd.Env = withPathFirst(cmd.Env, filepath.Dir(o.Criu))
-	}
-	if o.NoBreakpoints {
-		// CRIU reads it from the environment runc passes on.
-		cmd.Env = append(cmd.Env, "CRIU_FAULT=130")
-	}
+	cmd.Env = CriuEnv(os.Environ(), o.Criu, o.NoBreakpoints)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -100,6 +93,20 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, o CheckpointOpts, d
 		return fmt.Errorf("%s checkpoint: %w", r.Binary, Classify(msg))
 	}
 	return nil
+}
+
+// CriuEnv is env for a runtime that runs criu: criu's directory first in
+// PATH (runc runs "criu" from it), and with noBreakpoints CRIU's switch to
+// trace syscalls rather than set hardware breakpoints (CRIU_FAULT=130,
+// which it reads from the environment runc passes on).
+func CriuEnv(env []string, criu string, noBreakpoints bool) []string {
+	if criu != "" {
+		env = withPathFirst(env, filepath.Dir(criu))
+	}
+	if noBreakpoints {
+		env = append(env, "CRIU_FAULT=130")
+	}
+	return env
 }
 
 // withPathFirst returns env with dir first in its PATH.

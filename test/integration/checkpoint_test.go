@@ -328,3 +328,52 @@ func TestCheckpointContainerErrors(t *testing.T) {
 	}
 	noCheckpointLeftovers(t, e.d)
 }
+
+// TestCheckpointRestore checkpoints a counter that has counted past 30,
+// then creates a container in a new pod whose image is the archive (as
+// CRI-O takes one) and starts it: it is restored, not started afresh. It
+// counts on from where the checkpoint left it, and its writable layer has
+// the written file and lacks the deleted one.
+func TestCheckpointRestore(t *testing.T) {
+	testutil.CriuDumps(t)
+	e := checkpointEnv(t, testutil.CriuConfig())
+	pod := e.podConfig("ckpt-src")
+	podID := e.runPod(pod)
+	id := e.run(podID, pod, e.ctrConfig("counter", counterCmd...))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	e.exec(id, "sh", "-c", "echo kept > /written.txt && rm /etc/group")
+	eventually(t, 30*time.Second, "the counter to pass 30", func() bool { return e.counter(id) > 30 })
+	loc := filepath.Join(t.TempDir(), "counter.tar")
+	if _, err := e.rt().CheckpointContainer(e.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: loc}); err != nil {
+		t.Fatalf("CheckpointContainer: %v", err)
+	}
+	files, _ := archiveFiles(t, loc)
+	diff, _ := tarFiles(t, bytes.NewReader(files["rootfs-diff.tar"]))
+	at, err := strconv.Atoi(strings.TrimSpace(string(diff["tmp/c"])))
+	if err != nil || at <= 30 {
+		t.Fatalf("the archive's /tmp/c = %q, want a count past 30", diff["tmp/c"])
+	}
+
+	dst := e.podConfig("ckpt-dst")
+	dstID := e.runPod(dst)
+	cfg := e.ctrConfig("counter", counterCmd...)
+	cfg.Image = &runtimeapi.ImageSpec{Image: loc}
+	start := time.Now()
+	restored := e.run(dstID, dst, cfg)
+	t.Logf("create and restore took %s", time.Since(start))
+	if st := e.status(restored); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("restored container: %s (%s: %s), want RUNNING\n%s", st.State, st.Reason, st.Message, e.d.ReadLog())
+	}
+	// A fresh start would count from 0; the restored shell goes on from
+	// its count in memory.
+	if got := e.counter(restored); got < at {
+		t.Errorf("restored counter at %d, below the checkpoint's %d: started afresh, not restored", got, at)
+	}
+	eventually(t, 10*time.Second, "the restored counter to count on", func() bool { return e.counter(restored) > at+5 })
+	if out := e.exec(restored, "cat", "/written.txt"); string(out.Stdout) != "kept\n" {
+		t.Errorf("restored /written.txt = %q, want \"kept\\n\"", out.Stdout)
+	}
+	if out := e.exec(restored, "ls", "/etc/group"); out.ExitCode == 0 {
+		t.Errorf("restored /etc/group exists; the checkpointed container had deleted it")
+	}
+}
