@@ -55,6 +55,9 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	if err != nil {
 		return "", err
 	}
+	if restoreFrom != "" {
+		cfg = restoredConfig(cfg, restoreFrom)
+	}
 	img, err := m.images.Resolve(ref)
 	m.cfg.Tracer.PodPhase(sb.ID, phaseImageResolve, time.Since(began))
 	if err != nil {
@@ -94,6 +97,22 @@ func (m *Manager) imageToCreate(cfg *runtimeapi.ContainerConfig) (ref, archivePa
 		ref = dump.RootfsImageName
 	}
 	return ref, name, nil
+}
+
+// restoredConfig is cfg with the annotations containerd gives a restored
+// container, so that its status says so: restored, when the checkpoint
+// was taken, and from which archive.
+func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath string) *runtimeapi.ContainerConfig {
+	cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig)
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations["restored"] = "true"
+	cfg.Annotations["checkpointImage"] = archivePath
+	if dump, err := archive.ReadConfig(archivePath); err == nil && !dump.CheckpointedAt.IsZero() {
+		cfg.Annotations["checkpointedAt"] = dump.CheckpointedAt.Format(time.RFC3339Nano)
+	}
+	return cfg
 }
 
 func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices, restoreFrom string) (err error) {

@@ -323,6 +323,17 @@ func TestCheckpointContainerErrors(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("failed checkpoints left %v", entries)
 	}
+	// A .tar that is no checkpoint archive is no image to restore from.
+	bad := filepath.Join(t.TempDir(), "bad.tar")
+	if err := os.WriteFile(bad, make([]byte, 1024), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.ctrConfig("restored", "sleep", "1")
+	cfg.Image = &runtimeapi.ImageSpec{Image: bad}
+	_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "config.dump") {
+		t.Errorf("CreateContainer from a tar that is no checkpoint: %v, want InvalidArgument naming config.dump", err)
+	}
 	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("container after failed checkpoints: %s, want RUNNING", st.State)
 	}
@@ -370,6 +381,9 @@ func TestCheckpointRestore(t *testing.T) {
 		t.Errorf("restored counter at %d, below the checkpoint's %d: started afresh, not restored", got, at)
 	}
 	eventually(t, 10*time.Second, "the restored counter to count on", func() bool { return e.counter(restored) > at+5 })
+	if got := e.status(restored).Annotations; got["restored"] != "true" || got["checkpointImage"] != loc || got["checkpointedAt"] == "" {
+		t.Errorf("restored container's annotations = %v, want restored, checkpointImage and checkpointedAt", got)
+	}
 	if out := e.exec(restored, "cat", "/written.txt"); string(out.Stdout) != "kept\n" {
 		t.Errorf("restored /written.txt = %q, want \"kept\\n\"", out.Stdout)
 	}
