@@ -176,6 +176,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		if err := archive.Unpack(restoreFrom, c.RestoreImages, rootfs); err != nil {
 			return err
 		}
+		if err := failpoint.Check("RestoreContainer/unpacked"); err != nil {
+			return err
+		}
 	}
 	volumes, err := m.mountImageVolumes(id, cfg, vols, ns.User, &rollback)
 	if err != nil {

@@ -414,6 +414,39 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		f.removeAllAndCheck(f.t)
 		return checked
 	},
+	// A restore is a CreateContainer whose image is a checkpoint archive.
+	"RestoreContainer": func(f *fpEnv, step, mode string) string {
+		src := f.podConfig("fp-src")
+		srcID := f.runPod(src)
+		id := f.run(srcID, src, f.ctrConfig("c", counterCmd...))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		archive := filepath.Join(f.t.TempDir(), "c.tar")
+		if _, err := f.rt().CheckpointContainer(f.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: archive}); err != nil {
+			f.t.Fatalf("CheckpointContainer: %v", err)
+		}
+		dst := f.podConfig("fp-dst")
+		dstID := f.runPod(dst)
+		cfg := f.ctrConfig("c", counterCmd...)
+		cfg.Image = &runtimeapi.ImageSpec{Image: archive}
+		f.arm(step, mode)
+		_, err := f.rt().CreateContainer(f.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: dstID, Config: cfg, SandboxConfig: dst})
+		f.injected(step, mode, err)
+		resp, err := f.rt().ListContainers(f.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: dstID}})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if len(resp.Containers) != 0 {
+			f.t.Errorf("%d containers listed in the pod after a restore failed at its creation", len(resp.Containers))
+		}
+		// The retry restores it.
+		restored := f.run(dstID, dst, cfg)
+		f.waitState(restored, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		if out := f.exec(restored, "cat", "/tmp/c"); out.ExitCode != 0 {
+			f.t.Errorf("the restored counter's /tmp/c: exit %d", out.ExitCode)
+		}
+		f.removeAllAndCheck(f.t)
+		return "no container listed in the pod (the creation undone, or rolled back at restart); the retry restores a running container; nothing left"
+	},
 	"RemoveImage": func(f *fpEnv, step, mode string) string {
 		before := f.imageFiles()
 		ref := &runtimeapi.ImageSpec{Image: f.reg.ref}
@@ -641,7 +674,7 @@ func shortSkips(op, step string) bool {
 // a checkpoint needs a criu that passes its check, and past its first
 // step one that can dump.
 func failpointNeeds(op, step string) string {
-	if op != "CheckpointContainer" {
+	if op != "CheckpointContainer" && op != "RestoreContainer" {
 		return ""
 	}
 	find := testutil.FindDumpingCriu
