@@ -163,6 +163,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err != nil {
 		return err
 	}
+	if restoreFrom != "" && ns.User != nil {
+		return fmt.Errorf("image %s: restoring into a pod with its own user namespace is not supported yet: %w", restoreFrom, errdefs.ErrNotImplemented)
+	}
 	rootfs, err := m.mountRootfs(id, img, ns.User)
 	if err != nil {
 		return err

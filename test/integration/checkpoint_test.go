@@ -390,4 +390,19 @@ func TestCheckpointRestore(t *testing.T) {
 	if out := e.exec(restored, "ls", "/etc/group"); out.ExitCode == 0 {
 		t.Errorf("restored /etc/group exists; the checkpointed container had deleted it")
 	}
+
+	// Not yet into a pod of its own user namespace: said so, nothing made.
+	e.requireUserNamespaces()
+	upod := e.usernsPod("ckpt-userns", 31<<16)
+	upodID := e.runPod(upod)
+	ucfg := e.usernsCtr(upod, "counter", counterCmd...)
+	ucfg.Image = &runtimeapi.ImageSpec{Image: loc}
+	_, err = e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: upodID, Config: ucfg, SandboxConfig: upod})
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "user namespace") {
+		t.Errorf("restore into a user-namespaced pod: %v, want Unimplemented naming the user namespace", err)
+	}
+	resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: upodID}})
+	if lerr != nil || len(resp.Containers) != 0 {
+		t.Errorf("containers in the user-namespaced pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
+	}
 }
