@@ -32,6 +32,12 @@ runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 # Tests that need the loopback registry fail without it here (images.sh serves it).
 export PATH=$(dirname "$runc_bin"):$PATH CRIB_REQUIRE_USERNS=1 CRIB_REQUIRE_REGISTRY=1
 echo "runc for the host's tests: $(runc --version | head -n1)"
+# CheckpointContainer's tests need CRIU 4.1+ (Debian 12's 3.17 cannot start on
+# kernels >= 6.13) and read the archive with checkpointctl; v1.7.0 needs a
+# go-criu the module proxy does not serve, v1.6.0 builds. Both idempotent.
+criu_bin=$(../shared/conformance/build-criu.sh | tail -n1)
+export CRIB_CRIU=$criu_bin CRIB_REQUIRE_CRIU=1
+command -v checkpointctl >/dev/null || GOFLAGS= go install github.com/checkpoint-restore/checkpointctl@v1.6.0
 
 echo "== gofmt"
 unformatted=$(gofmt -l cmd internal scripts test)

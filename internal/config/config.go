@@ -71,6 +71,9 @@ type Config struct {
 	// CDI configures Container Device Interface devices.
 	CDI CDI `toml:"cdi"`
 
+	// Checkpoint configures container checkpoints (CRIU).
+	Checkpoint Checkpoint `toml:"checkpoint"`
+
 	// Agent configures the node agent (`crib agent`, `crib run`).
 	Agent Agent `toml:"agent"`
 }
@@ -118,6 +121,20 @@ type CDI struct {
 	// more than one is taken from the later directory. Empty, no CDI
 	// device can be resolved.
 	SpecDirs []string `toml:"spec_dirs"`
+}
+
+// Checkpoint configures CheckpointContainer.
+type Checkpoint struct {
+	// CriuPath is the criu binary the OCI runtime runs, an absolute path
+	// to a file named criu (runc runs "criu" from its PATH, which gets the
+	// file's directory first); empty, the default, is criu in crib's PATH.
+	CriuPath string `toml:"criu_path"`
+	// CriuNoBreakpoints makes CRIU stop a dumped task at the end of its
+	// parasite by tracing its syscalls rather than with a hardware
+	// breakpoint, which some virtual machines never deliver (a dump then
+	// hangs; Firecracker guests do). It sets CRIU's own switch for this,
+	// CRIU_FAULT=130, in the runtime's environment.
+	CriuNoBreakpoints bool `toml:"criu_no_breakpoints"`
 }
 
 // Metrics configures the HTTP server of the runtime's Prometheus metrics.

@@ -103,6 +103,14 @@ func (c Config) Validate() error {
 			bad(fmt.Errorf("entry %d, %q, is listed twice", i, dir), "cdi", "spec_dirs")
 		}
 	}
+	if p := c.Checkpoint.CriuPath; p != "" {
+		switch {
+		case !filepath.IsAbs(p):
+			bad(fmt.Errorf("%q is not an absolute path", p), "checkpoint", "criu_path")
+		case filepath.Base(p) != "criu":
+			bad(fmt.Errorf("%q is not named criu (runc runs criu by that name from its PATH)", p), "checkpoint", "criu_path")
+		}
+	}
 	if r := c.Agent.UserNamespaces; r != (IDRange{}) {
 		if err := validateIDRange(r); err != nil {
 			bad(err, "agent", "user_namespaces")

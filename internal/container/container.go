@@ -69,6 +69,10 @@ type Container struct {
 	User specs.User
 	// ImageVolumes are the images the container mounts, in mount order.
 	ImageVolumes []ImageVolume
+	// RestoreImages, set for a container created from a checkpoint
+	// archive, is the directory of CRIU images Start restores its
+	// processes from.
+	RestoreImages string `json:",omitempty"`
 }
 
 // record is the on-disk form of a Container.
@@ -123,6 +127,10 @@ type Config struct {
 	Tracer Tracer
 	// CDI resolves the CDI devices containers ask for; nil resolves none.
 	CDI *cdi.Registry
+	// Criu and CriuNoBreakpoints are how the runtime runs CRIU to restore
+	// a container from a checkpoint archive (ociruntime.CriuEnv).
+	Criu              string
+	CriuNoBreakpoints bool
 }
 
 // Manager runs the containers of one daemon.

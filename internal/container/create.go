@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/cdi"
+	"github.com/crib-dev/crib/internal/checkpoint/archive"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/ids"
@@ -50,9 +51,19 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 		return "", err
 	}
 	began := time.Now()
-	img, err := m.images.Resolve(cfg.GetImage().GetImage())
+	ref, restoreFrom, err := m.imageToCreate(cfg)
+	if err != nil {
+		return "", err
+	}
+	if restoreFrom != "" {
+		cfg = restoredConfig(cfg, restoreFrom)
+	}
+	img, err := m.images.Resolve(ref)
 	m.cfg.Tracer.PodPhase(sb.ID, phaseImageResolve, time.Since(began))
 	if err != nil {
+		if restoreFrom != "" {
+			return "", fmt.Errorf("image %q of checkpoint archive %s (pull it first): %w", ref, restoreFrom, err)
+		}
 		return "", fmt.Errorf("resolve image %q: %w", cfg.GetImage().GetImage(), err)
 	}
 	vols, err := m.resolveImageVolumes(cfg)
@@ -61,11 +72,50 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	}
 	id := ids.New()
 	return m.names.Create(ctx, nameKey(sb.ID, cfg.GetMetadata()), id, func(ctx context.Context) error {
-		return m.create(ctx, id, sb, cfg, img, vols, logFile, devices)
+		return m.create(ctx, id, sb, cfg, img, vols, logFile, devices, restoreFrom)
 	})
 }
 
-func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices) (err error) {
+// imageToCreate is the image the container's rootfs stands on: the one
+// cfg names, or, when cfg names a checkpoint archive (a .tar path, as
+// CRI-O takes one), the image the checkpointed container stood on, with
+// the archive's path.
+func (m *Manager) imageToCreate(cfg *runtimeapi.ContainerConfig) (ref, archivePath string, err error) {
+	name := cfg.GetImage().GetImage()
+	if !archive.IsArchive(name) {
+		return name, "", nil
+	}
+	if cfg.GetTty() {
+		return "", "", fmt.Errorf("image %s: restoring a container with a tty is not supported: %w", name, errdefs.ErrInvalidArgument)
+	}
+	dump, err := archive.ReadConfig(name)
+	if err != nil {
+		return "", "", fmt.Errorf("image: %w: %w", err, errdefs.ErrInvalidArgument)
+	}
+	ref = dump.RootfsImageRef
+	if ref == "" || strings.HasPrefix(ref, "sha256:") && dump.RootfsImageName != "" {
+		ref = dump.RootfsImageName
+	}
+	return ref, name, nil
+}
+
+// restoredConfig is cfg with the annotations containerd gives a restored
+// container, so that its status says so: restored, when the checkpoint
+// was taken, and from which archive.
+func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath string) *runtimeapi.ContainerConfig {
+	cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig)
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations["restored"] = "true"
+	cfg.Annotations["checkpointImage"] = archivePath
+	if dump, err := archive.ReadConfig(archivePath); err == nil && !dump.CheckpointedAt.IsZero() {
+		cfg.Annotations["checkpointedAt"] = dump.CheckpointedAt.Format(time.RFC3339Nano)
+	}
+	return cfg
+}
+
+func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices, restoreFrom string) (err error) {
 	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
 		return err
 	}
@@ -113,12 +163,25 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err != nil {
 		return err
 	}
+	if restoreFrom != "" && ns.User != nil {
+		return fmt.Errorf("image %s: restoring into a pod with its own user namespace is not supported yet: %w", restoreFrom, errdefs.ErrNotImplemented)
+	}
 	rootfs, err := m.mountRootfs(id, img, ns.User)
 	if err != nil {
 		return err
 	}
 	if err := failpoint.Check("CreateContainer/rootfs"); err != nil {
 		return err
+	}
+	if restoreFrom != "" {
+		// Under the bundle, so the container's teardown removes them.
+		c.RestoreImages = filepath.Join(m.bundle(id), "restore", "checkpoint")
+		if err := archive.Unpack(restoreFrom, c.RestoreImages, rootfs); err != nil {
+			return err
+		}
+		if err := failpoint.Check("RestoreContainer/unpacked"); err != nil {
+			return err
+		}
 	}
 	volumes, err := m.mountImageVolumes(id, cfg, vols, ns.User, &rollback)
 	if err != nil {

@@ -79,6 +79,11 @@ func (m *Manager) monitorConfig(c Container, rt *ociruntime.Runtime) monitor.Sta
 		Stdin:         c.Config.GetStdin(),
 		StdinOnce:     c.Config.GetStdinOnce(),
 		Terminal:      c.Config.GetTty(),
+		// A container made from a checkpoint archive is restored rather
+		// than started.
+		Restore:           c.RestoreImages,
+		Criu:              m.cfg.Criu,
+		CriuNoBreakpoints: m.cfg.CriuNoBreakpoints,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
@@ -63,9 +64,12 @@ type Config struct {
 	Info       Info
 	Sandboxes  *sandbox.Manager
 	Containers *container.Manager
-	Images     *image.Store
-	Network    Network
-	Streams    Streams
+	// Checkpoints writes checkpoint archives; nil makes
+	// CheckpointContainer Unimplemented.
+	Checkpoints *checkpoint.Service
+	Images      *image.Store
+	Network     Network
+	Streams     Streams
 	// Usage reads the figures of the stats RPCs and ImageFsInfo.
 	Usage *usage.Service
 	// Events carries the managers' lifecycle events to
@@ -89,16 +93,17 @@ type Server struct {
 
 	// info is fixed but for info.Handlers, which infoMu guards: a
 	// configuration reload replaces them (SetHandlers).
-	info       Info
-	infoMu     sync.RWMutex
-	sandboxes  *sandbox.Manager
-	containers *container.Manager
-	images     *image.Store
-	network    Network
-	streams    Streams
-	usage      *usage.Service
-	rpcs       RPCObserver
-	log        *slog.Logger
+	info        Info
+	infoMu      sync.RWMutex
+	sandboxes   *sandbox.Manager
+	containers  *container.Manager
+	checkpoints *checkpoint.Service
+	images      *image.Store
+	network     Network
+	streams     Streams
+	usage       *usage.Service
+	rpcs        RPCObserver
+	log         *slog.Logger
 	// events is where the managers' lifecycle events arrive, nil when
 	// the runtime offers none; pods is what GetContainerEvents describes
 	// them with.
@@ -111,17 +116,18 @@ type Server struct {
 // New returns a Server over cfg's parts; it does no I/O.
 func New(cfg Config) *Server {
 	return &Server{
-		info:       cfg.Info,
-		sandboxes:  cfg.Sandboxes,
-		containers: cfg.Containers,
-		images:     cfg.Images,
-		network:    cfg.Network,
-		streams:    cfg.Streams,
-		usage:      cfg.Usage,
-		events:     cfg.Events,
-		rpcs:       cfg.RPCs,
-		pods:       podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
-		log:        cfg.Log,
+		info:        cfg.Info,
+		sandboxes:   cfg.Sandboxes,
+		containers:  cfg.Containers,
+		checkpoints: cfg.Checkpoints,
+		images:      cfg.Images,
+		network:     cfg.Network,
+		streams:     cfg.Streams,
+		usage:       cfg.Usage,
+		events:      cfg.Events,
+		rpcs:        cfg.RPCs,
+		pods:        podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
+		log:         cfg.Log,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 
 	"github.com/crib-dev/crib/internal/cdi"
+	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/events"
@@ -61,11 +62,12 @@ func (d *Daemon) build(ctx context.Context) error {
 			CgroupDriver: d.cfg.CgroupDriver,
 			Handlers:     handlers,
 		},
-		Sandboxes:  d.sandboxes,
-		Containers: d.containers,
-		Images:     d.images,
-		Network:    pods,
-		Streams:    d.streams,
+		Sandboxes:   d.sandboxes,
+		Containers:  d.containers,
+		Checkpoints: d.checkpoints,
+		Images:      d.images,
+		Network:     pods,
+		Streams:     d.streams,
 		Usage: usage.New(usage.Config{Cgroups: stats.Config{
 			Unified: cgroups.Mode() == cgroups.Unified,
 			Systemd: d.cfg.CgroupDriver == "systemd",
@@ -131,20 +133,27 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 	d.monitors = monitor.NewPool(d.monitorBin, 1)
 	d.opened.add("idle monitors", func() error { d.monitors.Close(); return nil })
 	d.containers = container.New(container.Config{
-		BundleDir:      filepath.Join(d.cfg.Root, "containers"),
-		StateDir:       filepath.Join(d.cfg.State, "containers"),
-		Monitors:       d.monitors,
-		Runtimes:       runtimes,
-		CgroupDriver:   d.cfg.CgroupDriver,
-		CgroupV2:       cgroups.Mode() == cgroups.Unified,
-		OOMScoreAdjMin: oomScoreAdjMin(),
-		HostCaps:       hostCaps,
-		Hugetlb:        hasController("hugetlb"),
-		Events:         d.events,
-		Tracer:         d.metrics,
-		CDI:            cdi.New(d.cfg.CDI.SpecDirs),
+		BundleDir:         filepath.Join(d.cfg.Root, "containers"),
+		StateDir:          filepath.Join(d.cfg.State, "containers"),
+		Monitors:          d.monitors,
+		Runtimes:          runtimes,
+		CgroupDriver:      d.cfg.CgroupDriver,
+		CgroupV2:          cgroups.Mode() == cgroups.Unified,
+		OOMScoreAdjMin:    oomScoreAdjMin(),
+		HostCaps:          hostCaps,
+		Hugetlb:           hasController("hugetlb"),
+		Events:            d.events,
+		Tracer:            d.metrics,
+		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
+		Criu:              d.cfg.Checkpoint.CriuPath,
+		CriuNoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
+	d.checkpoints = checkpoint.New(checkpoint.Config{
+		Criu:          d.cfg.Checkpoint.CriuPath,
+		NoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
+		WorkDir:       filepath.Join(d.cfg.Root, "checkpoints"),
+	}, d.containers, d.log)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
@@ -45,7 +46,9 @@ type Daemon struct {
 	network    *network.Manager
 	sandboxes  *sandbox.Manager
 	containers *container.Manager
-	monitors   *monitor.Pool
+	// checkpoints writes containers' checkpoint archives.
+	checkpoints *checkpoint.Service
+	monitors    *monitor.Pool
 	// netnsSpares are network namespaces made ahead of pods.
 	netnsSpares *netns.Spares
 	streams     *streaming.Server

@@ -1,6 +1,9 @@
 package daemon
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // restore adopts what the previous daemon left: sandboxes first, then the
 // containers in them (live ones through their monitors), then removes what
@@ -13,6 +16,9 @@ func (d *Daemon) restore(ctx context.Context) error {
 	if err := d.containers.Restore(ctx); err != nil {
 		return err
 	}
+	// Checkpoints the last daemon died in: their work dirs and temporary
+	// archives, once the runtime it left dumping (if any) is done.
+	d.checkpoints.Recover(time.Minute)
 	// Every container now retains its layers, so what no image references
 	// is garbage: the finished blobs and snapshots of a pull that a crash
 	// interrupted (the partial ones went when the store opened).

@@ -27,6 +27,13 @@ type StartConfig struct {
 	// Run starts the container as well (the runtime's `run --detach`)
 	// instead of only creating it.
 	Run bool
+	// Restore, when set, is a directory of CRIU images the container's
+	// processes are restored from (the runtime's `restore --detach`)
+	// instead of being started; Criu and CriuNoBreakpoints are as
+	// ociruntime.CriuEnv takes them.
+	Restore           string
+	Criu              string
+	CriuNoBreakpoints bool
 	// LogPath is the CRI log file; its directory must exist. Empty
 	// discards the output.
 	LogPath string
@@ -78,6 +85,9 @@ func (c *StartConfig) args() []string {
 		"--systemd-cgroup=" + strconv.FormatBool(c.SystemdCgroup),
 		"--no-pivot=" + strconv.FormatBool(c.NoPivot),
 		"--run=" + strconv.FormatBool(c.Run),
+		"--restore=" + c.Restore,
+		"--criu=" + c.Criu,
+		"--criu-no-breakpoints=" + strconv.FormatBool(c.CriuNoBreakpoints),
 		"--log-path=" + c.LogPath,
 		"--exit-file=" + c.ExitFile,
 		"--socket=" + c.Socket,
@@ -99,6 +109,9 @@ func parseArgs(argv []string) (StartConfig, error) {
 	fs.BoolVar(&c.SystemdCgroup, "systemd-cgroup", false, "use systemd cgroups")
 	fs.BoolVar(&c.NoPivot, "no-pivot", false, "create without pivot_root")
 	fs.BoolVar(&c.Run, "run", false, "start the container too")
+	fs.StringVar(&c.Restore, "restore", "", "restore from these CRIU images")
+	fs.StringVar(&c.Criu, "criu", "", "criu binary")
+	fs.BoolVar(&c.CriuNoBreakpoints, "criu-no-breakpoints", false, "CRIU without hardware breakpoints")
 	fs.StringVar(&c.LogPath, "log-path", "", "CRI log file")
 	fs.StringVar(&c.ExitFile, "exit-file", "", "exit record file")
 	fs.StringVar(&c.Socket, "socket", "", "control socket")

@@ -139,6 +139,10 @@ func (m *monitor) create() (*container, error) {
 		args = rt.RunArgs(cfg.ID, opts)
 	}
 	cmd := exec.Command(cfg.RuntimeBinary, args...)
+	if cfg.Restore != "" {
+		cmd = exec.Command(cfg.RuntimeBinary, rt.RestoreArgs(cfg.ID, opts, cfg.Restore, filepath.Dir(cfg.Restore))...)
+		cmd.Env = ociruntime.CriuEnv(os.Environ(), cfg.Criu, cfg.CriuNoBreakpoints)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.childIn, p.childOut, p.childErr
 	began := time.Now()
 	runErr := cmd.Run()

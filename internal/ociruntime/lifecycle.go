@@ -45,6 +45,14 @@ func (r *Runtime) RunArgs(id string, o CreateOpts) []string {
 	return r.createArgs(id, o, "run", "--detach")
 }
 
+// RestoreArgs is RunArgs for `restore --detach`: the container made
+// from its bundle and its processes restored by CRIU from the images in
+// imagePath, running; CRIU's log goes to workPath. The caller's stdio
+// takes the place of the checkpointed container's stdio pipes.
+func (r *Runtime) RestoreArgs(id string, o CreateOpts, imagePath, workPath string) []string {
+	return r.createArgs(id, o, "restore", "--detach", "--image-path", imagePath, "--work-path", workPath)
+}
+
 func (r *Runtime) createArgs(id string, o CreateOpts, verb ...string) []string {
 	args := r.globalArgs(o.LogFile)
 	args = append(args, verb...)

@@ -382,6 +382,71 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		f.removeAllAndCheck(f.t)
 		return "error at /cgroup: the pod cgroup's previous limits back; otherwise the new in force; the retry puts the new; nothing left"
 	},
+	"CheckpointContainer": func(f *fpEnv, step, mode string) string {
+		pod := f.podConfig("fp")
+		podID := f.runPod(pod)
+		id := f.run(podID, pod, f.ctrConfig("c", counterCmd...))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		pid := f.containerPid(id)
+		dir := f.t.TempDir()
+		req := &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: filepath.Join(dir, "c.tar")}
+		f.arm(step, mode)
+		_, err := f.rt().CheckpointContainer(f.ctx(), req)
+		f.injected(step, mode, err)
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			f.t.Errorf("a failed checkpoint left %v beside its location", entries)
+		}
+		noCheckpointLeftovers(f.t, f.d)
+		if st := f.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			f.t.Errorf("container after a failed checkpoint: %s, want RUNNING", st.State)
+		} else if got := f.containerPid(id); got != pid || syscall.Kill(pid, 0) != nil {
+			f.t.Errorf("container pid after a failed checkpoint: %d, want %d alive", got, pid)
+		}
+		checked := "the container RUNNING with its pid; no archive or temp file beside the location, no work dir, no runc/CRIU process"
+		if p, _ := testutil.FindDumpingCriu(); p != "" {
+			if _, err := f.rt().CheckpointContainer(f.ctx(), req); err != nil {
+				f.t.Errorf("CheckpointContainer again: %v", err)
+			} else if _, err := os.Stat(req.Location); err != nil {
+				f.t.Errorf("CheckpointContainer again wrote no archive: %v", err)
+			}
+			checked += "; the retry writes the archive"
+		}
+		f.removeAllAndCheck(f.t)
+		return checked
+	},
+	// A restore is a CreateContainer whose image is a checkpoint archive.
+	"RestoreContainer": func(f *fpEnv, step, mode string) string {
+		src := f.podConfig("fp-src")
+		srcID := f.runPod(src)
+		id := f.run(srcID, src, f.ctrConfig("c", counterCmd...))
+		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		archive := filepath.Join(f.t.TempDir(), "c.tar")
+		if _, err := f.rt().CheckpointContainer(f.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: archive}); err != nil {
+			f.t.Fatalf("CheckpointContainer: %v", err)
+		}
+		dst := f.podConfig("fp-dst")
+		dstID := f.runPod(dst)
+		cfg := f.ctrConfig("c", counterCmd...)
+		cfg.Image = &runtimeapi.ImageSpec{Image: archive}
+		f.arm(step, mode)
+		_, err := f.rt().CreateContainer(f.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: dstID, Config: cfg, SandboxConfig: dst})
+		f.injected(step, mode, err)
+		resp, err := f.rt().ListContainers(f.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: dstID}})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if len(resp.Containers) != 0 {
+			f.t.Errorf("%d containers listed in the pod after a restore failed at its creation", len(resp.Containers))
+		}
+		// The retry restores it.
+		restored := f.run(dstID, dst, cfg)
+		f.waitState(restored, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		if out := f.exec(restored, "cat", "/tmp/c"); out.ExitCode != 0 {
+			f.t.Errorf("the restored counter's /tmp/c: exit %d", out.ExitCode)
+		}
+		f.removeAllAndCheck(f.t)
+		return "no container listed in the pod (the creation undone, or rolled back at restart); the retry restores a running container; nothing left"
+	},
 	"RemoveImage": func(f *fpEnv, step, mode string) string {
 		before := f.imageFiles()
 		ref := &runtimeapi.ImageSpec{Image: f.reg.ref}
@@ -605,6 +670,21 @@ func shortSkips(op, step string) bool {
 	return op == "PullImage" || op == "RemoveImage" || (op == "CreateContainer" && step != "CreateContainer/created")
 }
 
+// failpointNeeds says why step cannot run on this host ("" when it can):
+// a checkpoint needs a criu that passes its check, and past its first
+// step one that can dump.
+func failpointNeeds(op, step string) string {
+	if op != "CheckpointContainer" && op != "RestoreContainer" {
+		return ""
+	}
+	find := testutil.FindDumpingCriu
+	if step == "CheckpointContainer/intent" {
+		find = testutil.FindCriu
+	}
+	_, why := find()
+	return why
+}
+
 // TestFailpoints makes each step of every operation that has failure
 // points fail, then kills the daemon there, and checks each time that the
 // step was reached, that the request fails clearly and that what is left
@@ -631,9 +711,10 @@ func TestFailpoints(t *testing.T) {
 	armFile := filepath.Join(t.TempDir(), "armed")
 	reg := newGatedRegistry(t)
 	d := testutil.StartDaemon(t, testutil.Options{
-		Image:      &img,
-		Env:        []string{failpoint.Env + "=" + armFile},
-		Registries: map[string][]string{"failpoint.test": {"http://" + reg.host}},
+		Image:       &img,
+		Env:         []string{failpoint.Env + "=" + armFile},
+		Registries:  map[string][]string{"failpoint.test": {"http://" + reg.host}},
+		ExtraConfig: testutil.CriuConfig(),
 	})
 	type row struct{ step, mode, reached, result, checked string }
 	var rows []row
@@ -648,6 +729,12 @@ func TestFailpoints(t *testing.T) {
 				r.checked = "(no driver)"
 			case testing.Short() && (mode == "error" || shortSkips(op, step)):
 				r.reached, r.result, r.checked = "-short: not run", "-", "(the host's run)"
+			case failpointNeeds(op, step) != "":
+				why := failpointNeeds(op, step)
+				if os.Getenv(testutil.RequireCriuEnv) != "" {
+					t.Errorf("step %s: %s, and %s is set", step, why, testutil.RequireCriuEnv)
+				}
+				r.reached, r.result, r.checked = "no criu: not run", "-", why
 			default:
 				var ran, reached bool
 				passed := t.Run(step+"/"+mode, func(t *testing.T) {
