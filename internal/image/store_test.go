@@ -10,6 +10,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/opencontainers/go-digest"
 )
 
 // hubStore returns a store whose docker.io is served by a loopback mirror
@@ -303,5 +304,54 @@ func TestHoldRefusesRemoval(t *testing.T) {
 	}
 	if err := s.Hold(bb.ID, "ctr2"); !errdefs.IsNotFound(err) {
 		t.Errorf("Hold of a removed image = %v, want NotFound", err)
+	}
+}
+
+// TestRemoveLeftoverFailsOnlyItsOwnRetry: what a removal could not delete
+// is deleted by a later removal; while it still cannot be, it fails the
+// retry of the removal that left it, not the removal of another image.
+func TestRemoveLeftoverFailsOnlyItsOwnRetry(t *testing.T) {
+	requiresRoot(t)
+	root := t.TempDir()
+	s, _ := hubStore(t, root)
+	imgs := pullAll(t, s, "busybox", "foo/bar")
+	ctx := context.Background()
+
+	// busybox's config blob becomes a directory with a file in it: a real
+	// deletion failure (ENOTEMPTY), which nothing but the test can undo.
+	blob, err := s.content.Path(digest.Digest(imgs[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(blob, "stuck"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(ctx, "busybox"); err == nil {
+		t.Fatal("removing busybox with an undeletable blob succeeded")
+	}
+	if _, err := s.Resolve("busybox"); !errdefs.IsNotFound(err) {
+		t.Errorf("busybox still resolves after its removal failed past its record: %v", err)
+	}
+	if err := s.Remove(ctx, "foo/bar"); err != nil {
+		t.Errorf("removing foo/bar failed on busybox's leftover: %v", err)
+	}
+	if err := s.Remove(ctx, "busybox"); err == nil {
+		t.Error("the retry of busybox's removal succeeded while its blob still cannot be deleted")
+	}
+
+	if err := os.RemoveAll(filepath.Join(blob, "stuck")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(ctx, "busybox"); err != nil {
+		t.Errorf("the retry of busybox's removal, the blob deletable again: %v", err)
+	}
+	if _, err := os.Stat(blob); !os.IsNotExist(err) {
+		t.Errorf("busybox's config blob is still there after the retry: %v", err)
+	}
+	if n := len(dirNames(t, filepath.Join(root, "snapshots"))); n != 0 {
+		t.Errorf("%d snapshots left after both images were removed, want 0", n)
 	}
 }
