@@ -83,6 +83,18 @@ func (e *env) counter(id string) int {
 	return n
 }
 
+// runChangedCounter runs a counter in a new pod of that name, and changes
+// its writable layer: /written.txt written, the image's /etc/group deleted.
+func (e *env) runChangedCounter(podName string) (podID, id string) {
+	e.t.Helper()
+	pod := e.podConfig(podName)
+	podID = e.runPod(pod)
+	id = e.run(podID, pod, e.ctrConfig("counter", counterCmd...))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	e.exec(id, "sh", "-c", "echo kept > /written.txt && rm /etc/group")
+	return podID, id
+}
+
 // TestCheckpointContainer checkpoints a running counter whose writable
 // layer holds a written and a deleted file, and reads the archive as
 // checkpointctl and a restore would: CRIU's images, config.dump,
@@ -92,11 +104,7 @@ func (e *env) counter(id string) int {
 func TestCheckpointContainer(t *testing.T) {
 	testutil.CriuDumps(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
-	pod := e.podConfig("ckpt")
-	podID := e.runPod(pod)
-	id := e.run(podID, pod, e.ctrConfig("counter", counterCmd...))
-	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
-	e.exec(id, "sh", "-c", "echo kept > /written.txt && rm /etc/group")
+	_, id := e.runChangedCounter("ckpt")
 	pid := e.containerPid(id)
 
 	dir := t.TempDir()
@@ -348,11 +356,7 @@ func TestCheckpointContainerErrors(t *testing.T) {
 func TestCheckpointRestore(t *testing.T) {
 	testutil.CriuDumps(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
-	pod := e.podConfig("ckpt-src")
-	podID := e.runPod(pod)
-	id := e.run(podID, pod, e.ctrConfig("counter", counterCmd...))
-	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
-	e.exec(id, "sh", "-c", "echo kept > /written.txt && rm /etc/group")
+	_, id := e.runChangedCounter("ckpt-src")
 	eventually(t, 30*time.Second, "the counter to pass 30", func() bool { return e.counter(id) > 30 })
 	loc := filepath.Join(t.TempDir(), "counter.tar")
 	if _, err := e.rt().CheckpointContainer(e.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: loc}); err != nil {

@@ -355,13 +355,7 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		id := f.run(podID, pod, f.ctrConfig("c", "sleep", "3600"))
 		f.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 		podCgroup := f.podCgroup(id)
-		resize := func(memory, quota int64) error {
-			_, err := f.rt().UpdatePodSandboxResources(f.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
-				PodSandboxId: podID,
-				Resources:    &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: quota, MemoryLimitInBytes: memory},
-			})
-			return err
-		}
+		resize := func(memory, quota int64) error { return f.resizePod(podID, memory, quota) }
 		// Resized once, so that a failed resize has limits of crib's to
 		// put back.
 		if err := resize(48*mib, 40000); err != nil {

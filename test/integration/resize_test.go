@@ -155,13 +155,7 @@ func TestUpdatePodSandboxResourcesRefused(t *testing.T) {
 	id := e.run(podID, pod, e.ctrConfig("filler", "sleep", "3600"))
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 	podCgroup := e.podCgroup(id)
-	resize := func(memory, quota int64) error {
-		_, err := e.rt().UpdatePodSandboxResources(e.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
-			PodSandboxId: podID,
-			Resources:    &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: quota, MemoryLimitInBytes: memory},
-		})
-		return err
-	}
+	resize := func(memory, quota int64) error { return e.resizePod(podID, memory, quota) }
 	if err := resize(64*mib, 40000); err != nil {
 		t.Fatalf("UpdatePodSandboxResources: %v", err)
 	}
@@ -174,4 +168,14 @@ func TestUpdatePodSandboxResourcesRefused(t *testing.T) {
 	t.Logf("refused as it should be: %v", err)
 	podCgroup.want(t, strconv.Itoa(64*mib), "40000")
 	e.removeAllAndCheck(t)
+}
+
+// resizePod sets the pod's memory limit and CPU quota (per 100 ms), with
+// 512 CPU shares.
+func (e *env) resizePod(podID string, memory, quota int64) error {
+	_, err := e.rt().UpdatePodSandboxResources(e.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
+		PodSandboxId: podID,
+		Resources:    &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: quota, MemoryLimitInBytes: memory},
+	})
+	return err
 }
