@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/crib-dev/crib/internal/agent/kuberuntime"
 	"github.com/crib-dev/crib/internal/agent/podconfig"
 )
 
@@ -33,52 +32,15 @@ type rejection struct {
 // Infeasible when the pod alone would not fit the node, Deferred when it
 // does not fit beside the others; a Deferred one is tried again at every
 // sync, as the kubelet does.
-func (a *Agent) admit(pod *corev1.Pod) (*corev1.Pod, *rejection) {
-	uid := string(pod.UID)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec := a.recordOf(uid)
-	if rec.rejected != nil {
-		return nil, rec.rejected
+func (a *Agent) admit(rec podRecord) admission {
+	adm := a.table.admit(rec.uid, rec.version, rec.spec, a.cfg.PodConfig.NodeMilliCPU, a.cfg.PodConfig.NodeMemoryBytes)
+	if r := adm.newlyPending; r != nil {
+		a.log.Info("pod resize pending", "pod", podKey(rec.spec), "reason", r.Reason, "message", r.Message)
 	}
-	pending := rec.resizePending
-	if rec.admitted && (pending == nil || pending.Reason != corev1.PodReasonDeferred) {
-		if pending != nil {
-			return rec.allocated, nil
-		}
-		return pod, nil
+	if r := adm.rejected; r != nil && adm.newlyRejected {
+		a.log.Warn("pod rejected", "pod", podKey(rec.spec), "reason", r.Reason, "message", r.Message)
 	}
-	var others []*corev1.Pod
-	for id, other := range a.pods {
-		if id != uid && other.admitted && other.wanted() {
-			others = append(others, other.allocatedOr())
-		}
-	}
-	milliCPU, memory := a.cfg.PodConfig.NodeMilliCPU, a.cfg.PodConfig.NodeMemoryBytes
-	if rec.allocated != nil && onlyResized(rec.allocated, pod) {
-		if r := resizeFits(pod, others, milliCPU, memory); r != nil {
-			if pending == nil || *pending != *r {
-				a.log.Info("pod resize pending", "pod", podKey(pod), "reason", r.Reason, "message", r.Message)
-			}
-			rec.admitted, rec.resizePending = true, r
-			return rec.allocated, nil
-		}
-	} else if r := fits(pod, others, milliCPU, memory); r != nil {
-		rec.rejected = r
-		a.log.Warn("pod rejected", "pod", podKey(pod), "reason", r.Reason, "message", r.Message)
-		return nil, r
-	}
-	rec.admitted, rec.allocated, rec.resizePending = true, pod, nil
-	return pod, nil
-}
-
-// allocatedOr is what the node counts for the pod: the version it
-// allocated, or its spec when it has none yet.
-func (r *podRecord) allocatedOr() *corev1.Pod {
-	if r.allocated != nil {
-		return r.allocated
-	}
-	return r.spec
+	return adm
 }
 
 // onlyResized reports whether pod differs from allocated at most in the
@@ -122,17 +84,18 @@ func resizeFits(pod *corev1.Pod, admitted []*corev1.Pod, milliCPU, memory int64)
 
 // keepRejected shows a pod the node did not admit as Failed, stopping
 // whatever it may still run from before (an edit that no longer fits).
-func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberuntime.PodRuntime, r *rejection) time.Duration {
-	if err := a.rt.KillPod(ctx, pod, pr.Observed); err != nil {
+func (a *Agent) keepRejected(ctx context.Context, rec podRecord, r *rejection) time.Duration {
+	pod := rec.spec
+	if err := a.rt.KillPod(ctx, pod, rec.runtime.Observed); err != nil {
 		return a.cfg.ErrorRequeue
 	}
-	a.probes.RemovePod(string(pod.UID))
-	st := a.computeStatus(pod, pr.Observed, "", false)
+	a.probes.RemovePod(rec.uid)
+	st := statusOf(rec, pod, a.view(pod, rec.runtime.Observed))
 	st.Phase, st.Reason, st.Message = corev1.PodFailed, r.Reason, r.Message
 	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
 		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress // a failed pod resizes nothing
 	})
-	a.storeStatus(pod, st)
+	a.showStatus(rec, pod, st, true)
 	return 0
 }
 

@@ -89,16 +89,10 @@ type Agent struct {
 	crashBackoff *backoff.Backoff
 	pullBackoff  *backoff.Backoff
 
-	mu sync.Mutex
-	// pods holds the record of every pod the agent knows of, by UID: one
-	// a manifest asks for, the runtime holds, or whose teardown is not
-	// done. It is the agent's only per-pod state (see podRecord).
-	pods map[string]*podRecord
-	// data is what the manifests' pods may draw on.
-	data kuberuntime.Data
-	// sourced says the first manifest snapshot is applied. Until then a
-	// pod without a record may still be asked for, so it is not torn down.
-	sourced bool
+	// table holds the record of every pod the agent knows of; it alone
+	// changes one (see podTable).
+	table *podTable
+	// qosSet and lastUsageCheck are the sync loop's own.
 	// qosSet records that the QoS cgroups got their shares once; after
 	// that, only a change of pods changes them.
 	qosSet bool
@@ -155,7 +149,7 @@ func New(cfg Config) *Agent {
 		events:    statusapi.NewEvents(statusapi.EventsConfig{Clock: cfg.Clock, Logger: cfg.Log, Host: cfg.NodeName}),
 		metrics:   statusapi.NewMetrics(),
 		volumes:   volume.New(volume.Config{Root: podsRoot}, cfg.Log),
-		pods:      map[string]*podRecord{},
+		table:     newPodTable(),
 	}
 }
 

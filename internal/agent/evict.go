@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/crib-dev/crib/internal/agent/kuberuntime"
 	"github.com/crib-dev/crib/internal/agent/volume"
 )
 
@@ -24,9 +23,9 @@ const reasonEvicted = "Evicted"
 // meaningless, and crib enforces it: the pod is stopped and shown Failed
 // with reason Evicted until its manifest changes.
 func (a *Agent) checkVolumeUsage() {
-	for _, uid := range a.wantedUIDs() {
-		pod, evicted := a.wantedPod(uid)
-		if pod == nil || !hasDiskLimit(pod) || evicted != "" {
+	for uid, rec := range a.table.wanted() {
+		pod := rec.spec
+		if !hasDiskLimit(pod) || rec.evicted != "" {
 			continue
 		}
 		usage, err := a.volumes.Usage(uid)
@@ -38,7 +37,9 @@ func (a *Agent) checkVolumeUsage() {
 			continue
 		}
 		msg := fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q.", name, limitOf(pod, name))
-		a.withRecord(uid, func(rec *podRecord) { rec.evicted = msg })
+		if !a.table.evicted(uid, pod, msg) {
+			continue // a new version came meanwhile: it is measured next time
+		}
 		a.events.Event(pod, corev1.EventTypeWarning, reasonEvicted, msg)
 		a.workers.Sync(uid)
 	}
@@ -62,32 +63,22 @@ func limitOf(pod *corev1.Pod, name string) string {
 	return ""
 }
 
-// evictionOf says why the pod was evicted, or "".
-func (a *Agent) evictionOf(uid string) (msg string) {
-	a.withRecord(uid, func(rec *podRecord) { msg = rec.evicted })
-	return msg
-}
-
-// keepEvicted stops an evicted pod's containers and records it Failed.
-// last is what the sync observed of it.
-func (a *Agent) keepEvicted(ctx context.Context, pod *corev1.Pod, msg string, last *kuberuntime.PodRuntime) time.Duration {
-	uid := string(pod.UID)
-	pr, err := a.observe(ctx, uid, last)
-	if err != nil {
-		return a.cfg.ErrorRequeue
-	}
-	if err := a.rt.KillPod(ctx, pod, pr.Observed); err != nil {
+// keepEvicted stops an evicted pod's containers and shows it Failed. rec
+// is its record with what the sync observed of it.
+func (a *Agent) keepEvicted(ctx context.Context, rec podRecord) time.Duration {
+	pod, msg := rec.spec, rec.evicted
+	if err := a.rt.KillPod(ctx, pod, rec.runtime.Observed); err != nil {
 		a.log.Warn("stop evicted pod", "pod", podKey(pod), "err", err)
 		return a.cfg.ErrorRequeue
 	}
-	a.probes.RemovePod(uid)
-	if after, err := a.observe(ctx, uid, pr); err == nil {
-		pr = after
+	a.probes.RemovePod(rec.uid)
+	if after, err := a.observe(ctx, rec); err == nil {
+		rec = after
 	}
-	st := a.computeStatus(pod, pr.Observed, "", false)
+	st := statusOf(rec, pod, a.view(pod, rec.runtime.Observed))
 	st.Phase = corev1.PodFailed
 	st.Reason = reasonEvicted
 	st.Message = msg
-	a.storeStatus(pod, st)
+	a.showStatus(rec, pod, st, true)
 	return 0
 }

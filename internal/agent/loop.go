@@ -44,7 +44,7 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 			haveSnapshot = true
 			a.apply(snap, false)
 			if !a.relist(ctx, true) {
-				for _, uid := range a.wantedUIDs() {
+				for _, uid := range a.table.wantedUIDs() {
 					a.workers.Sync(uid)
 				}
 			}
@@ -53,7 +53,7 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 				a.relist(ctx, false)
 			}
 		case <-resync.C():
-			for _, uid := range a.wantedUIDs() {
+			for _, uid := range a.table.wantedUIDs() {
 				a.workers.Sync(uid)
 			}
 		case <-housekeeping.C():
@@ -69,45 +69,12 @@ func (a *Agent) loop(ctx context.Context, snapshots <-chan source.Snapshot) erro
 // asks for. all syncs every pod found or wanted. It reports whether the
 // runtime answered.
 func (a *Agent) relist(ctx context.Context, all bool) bool {
-	pods, err := a.rt.ListPods(ctx, a.lastObserved())
+	pods, err := a.rt.ListPods(ctx, a.table.lastObserved())
 	if err != nil {
 		a.log.Warn("relist failed", "err", err)
 		return false
 	}
-	a.mu.Lock()
-	var dirty []string
-	for uid, p := range pods {
-		rec := a.recordOf(uid)
-		fp := fingerprint(p)
-		if all || rec.fingerprint != fp || !rec.wanted() {
-			dirty = append(dirty, uid)
-		}
-		rec.fingerprint = fp
-		rec.runtime = p
-		if all && rec.wanted() && live(p) {
-			// The first relist after a start: a pod that runs was admitted
-			// by the agent before, and keeps its place ahead of pods that
-			// are new; its start was measured then.
-			if rec.rejected == nil {
-				rec.admitted = true
-			}
-			rec.startMeasured = true
-		}
-	}
-	for uid, rec := range a.pods {
-		if _, found := pods[uid]; found {
-			continue
-		}
-		rec.runtime = nil
-		if rec.listed() {
-			rec.fingerprint = ""
-			dirty = append(dirty, uid)
-		}
-		if all && rec.wanted() {
-			dirty = append(dirty, uid)
-		}
-	}
-	a.mu.Unlock()
+	dirty := a.table.relisted(pods, all)
 	for _, uid := range dirty {
 		// A busy pod syncs once more after its current sync: the change
 		// may have come after that sync looked.
@@ -125,11 +92,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		return
 	}
 	for _, uid := range uids {
-		a.mu.Lock()
-		rec := a.pods[uid]
-		known := rec != nil && (rec.wanted() || rec.listed())
-		a.mu.Unlock()
-		if known || a.workers.Busy(uid) {
+		if a.table.known(uid) || a.workers.Busy(uid) {
 			continue
 		}
 		// The pod directory outlives the pod's cgroup (made after it,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crib-dev/crib/internal/agent/labels"
 	"github.com/crib-dev/crib/internal/agent/plan"
@@ -16,75 +15,98 @@ import (
 // maxMessageBytes bounds a termination message, as the kubelet does.
 const maxMessageBytes = 4096
 
-// computeStatus is the pod's status from obs, what the runtime holds of
-// it, and from its record: when it was first seen, why its containers
-// wait, and whether a new version makes it start over.
-func (a *Agent) computeStatus(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool) corev1.PodStatus {
-	return a.computeStatusWaiting(pod, obs, sandboxError, terminating, nil)
+// runtimeView is what the runtime, the prober and the containers' files
+// show of a pod at one moment: with the pod's record, everything its
+// status is computed from.
+type runtimeView struct {
+	Observed plan.Observed
+	// SandboxError is why the sync could not make the sandbox, if it could
+	// not.
+	SandboxError string
+	// Terminating says the pod is being torn down.
+	Terminating bool
+	// Waiting holds more reasons containers wait, by name, over those of
+	// the record: an image being pulled.
+	Waiting map[string]podstatus.Waiting
+	// Messages are the exited containers' termination messages, by name.
+	Messages       map[string]string
+	Ready, Started func(containerID string) bool
+	Now            time.Time
+	HostIP         string
 }
 
-// computeStatusWaiting is computeStatus with more reasons containers wait,
-// by name, over those of the record (which it leaves as they are).
-func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandboxError string, terminating bool, more map[string]podstatus.Waiting) corev1.PodStatus {
-	var previous *corev1.PodStatus
-	if p, ok := a.store.Get(pod.UID); ok {
-		previous = &p.Status
+// view is what the runtime shows of pod now, obs being what it holds.
+func (a *Agent) view(pod *corev1.Pod, obs plan.Observed) runtimeView {
+	return runtimeView{
+		Observed: obs,
+		Messages: a.terminationMessages(pod, obs),
+		Ready:    a.probes.Ready,
+		Started:  a.probes.Started,
+		Now:      a.cfg.Clock.Now(),
+		HostIP:   firstOrEmpty(a.cfg.PodConfig.HostIPs),
 	}
-	var startTime time.Time
-	var waiting map[string]podstatus.Waiting
-	var allocated *corev1.Pod
-	var pending *podstatus.ResizePending
-	var resizeError string
-	a.withRecord(string(pod.UID), func(rec *podRecord) {
-		startTime, waiting, resizeError = rec.firstSeen, rec.waiting, rec.resizeError
-		if r := rec.resizePending; r != nil {
-			// Until the resize is allocated, the containers are to run as
-			// the node last allocated them.
-			allocated, pending = rec.allocated, &podstatus.ResizePending{Reason: r.Reason, Message: r.Message}
-		}
-		if rec.fresh {
-			// A new version of the pod: its status starts over, so that a
-			// terminal phase of the old one does not stick.
-			previous = nil
-			rec.fresh = false
-		}
-	})
-	if len(more) > 0 {
+}
+
+// statusOf is pod's status, computed from rec, the pod's record, and v,
+// what the runtime shows of it: the record gives when the pod was first
+// seen, why its containers wait, a resize pending or failed, and the last
+// status shown, which the new one builds on unless a new version of the
+// pod made it start over. It reads and writes nothing else.
+func statusOf(rec podRecord, pod *corev1.Pod, v runtimeView) corev1.PodStatus {
+	previous := rec.status
+	if rec.fresh {
+		// A new version of the pod: its status starts over, so that a
+		// terminal phase of the old one does not stick.
+		previous = nil
+	}
+	waiting := rec.waiting
+	if len(v.Waiting) > 0 {
 		waiting = maps.Clone(waiting)
 		if waiting == nil {
 			waiting = map[string]podstatus.Waiting{}
 		}
-		maps.Copy(waiting, more)
+		maps.Copy(waiting, v.Waiting)
 	}
-	return podstatus.Compute(podstatus.Facts{
+	f := podstatus.Facts{
 		Pod:          pod,
-		Observed:     obs,
+		Observed:     v.Observed,
 		Waiting:      waiting,
-		Ready:        a.probes.Ready,
-		Started:      a.probes.Started,
-		SandboxError: sandboxError,
-		Messages:     a.terminationMessages(pod, obs),
+		Ready:        v.Ready,
+		Started:      v.Started,
+		SandboxError: v.SandboxError,
+		Messages:     v.Messages,
 		Previous:     previous,
-		Terminating:  terminating,
-		Now:          a.cfg.Clock.Now(),
-		StartTime:    startTime,
-		HostIP:       firstOrEmpty(a.cfg.PodConfig.HostIPs),
-
-		Allocated:     allocated,
-		ResizePending: pending,
-		ResizeError:   resizeError,
-	})
+		Terminating:  v.Terminating,
+		Now:          v.Now,
+		StartTime:    rec.firstSeen,
+		HostIP:       v.HostIP,
+		ResizeError:  rec.resizeError,
+	}
+	if r := rec.resizePending; r != nil {
+		// Until the resize is allocated, the containers are to run as the
+		// node last allocated them.
+		f.Allocated = rec.allocated
+		f.ResizePending = &podstatus.ResizePending{Reason: r.Reason, Message: r.Message}
+	}
+	return podstatus.Compute(f)
 }
 
-// storeStatus records a pod's status and the metrics it implies: restarts,
-// and the pod's start latency once all its containers first run.
-func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
-	uid := string(pod.UID)
-	prev, hadPrev := a.store.Get(types.UID(uid))
+// showStatus serves st, computed from rec, as pod's status, and records in
+// the table that it was shown. With metrics set it also observes what the
+// status implies: restarts, and the pod's start latency once all its
+// containers first run. A pod the table forgot meanwhile shows nothing.
+func (a *Agent) showStatus(rec podRecord, pod *corev1.Pod, st corev1.PodStatus, metrics bool) {
+	shown, ok := a.table.statusShown(rec.uid, rec.version, st, metrics)
+	if !ok {
+		return
+	}
 	a.setStatus(pod, st)
-	if hadPrev {
+	if !metrics {
+		return
+	}
+	if prev := shown.previous; prev != nil {
 		old := map[string]int32{}
-		for _, c := range append(prev.Status.InitContainerStatuses, prev.Status.ContainerStatuses...) {
+		for _, c := range append(prev.InitContainerStatuses, prev.ContainerStatuses...) {
 			old[c.Name] = c.RestartCount
 		}
 		for _, c := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
@@ -93,12 +115,9 @@ func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
 			}
 		}
 	}
-	a.withRecord(uid, func(rec *podRecord) {
-		if !rec.startMeasured && allRunning(st) {
-			rec.startMeasured = true
-			a.metrics.ObservePodStart(a.cfg.Clock.Since(rec.firstSeen))
-		}
-	})
+	if shown.started {
+		a.metrics.ObservePodStart(a.cfg.Clock.Since(shown.firstSeen))
+	}
 }
 
 // setStatus serves pod with st as its status, and with the block of host ids

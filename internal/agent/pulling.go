@@ -58,15 +58,18 @@ func (a *Agent) watchPull(pod *corev1.Pod, container, image string) (ended func(
 	}
 }
 
-// showPulling stores the pod's status with the container waiting for its
+// showPulling shows the pod's status with the container waiting for its
 // image, from the pod's last observation.
 func (a *Agent) showPulling(pod *corev1.Pod, container, msg string) {
+	rec, ok := a.table.snapshot(string(pod.UID))
+	if !ok {
+		return
+	}
 	var obs plan.Observed
-	a.withRecord(string(pod.UID), func(rec *podRecord) {
-		if rec.runtime != nil {
-			obs = rec.runtime.Observed
-		}
-	})
-	w := map[string]podstatus.Waiting{container: {Reason: podstatus.ReasonContainerCreating, Message: msg}}
-	a.setStatus(pod, a.computeStatusWaiting(pod, obs, "", false, w))
+	if rec.runtime != nil {
+		obs = rec.runtime.Observed
+	}
+	v := a.view(pod, obs)
+	v.Waiting = map[string]podstatus.Waiting{container: {Reason: podstatus.ReasonContainerCreating, Message: msg}}
+	a.showStatus(rec, pod, statusOf(rec, pod, v), false)
 }

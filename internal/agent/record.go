@@ -42,18 +42,22 @@ func (p podPhase) String() string {
 
 // podRecord is everything the agent knows of one pod. The sync loop moves
 // a pod between syncing and terminating as manifests come and go, and
-// records what relists see; everything else is written by the pod's
-// worker, which alone syncs the pod (package podworker serialises that).
-// Every field is guarded by Agent.mu; a sync works on a copy (see
-// beginSync), so maps in a record are replaced, never changed in place.
+// records what relists see; the rest is recorded by the pod's worker,
+// which alone syncs the pod (package podworker serialises that). Only the
+// pod table (table.go) writes a record, under its lock, and each change is
+// one of its named transitions; everyone else reads copies it hands out.
 type podRecord struct {
+	uid   string
 	phase podPhase
 	// spec is the pod as its manifest last gave it. It stays when the
 	// manifest goes, so that the pod is stopped with its hooks and grace
 	// period; nil for a pod only the runtime knows.
 	spec *corev1.Pod
-	// fresh says the manifest changed since the status was last computed:
-	// the new version's status does not build on the old one's.
+	// version counts the manifest's changes to the pod: a decision or a
+	// status reached from an older version does not stick to a newer one.
+	version uint64
+	// fresh says the manifest changed since a status was last shown: the
+	// new version's status does not build on the old one's.
 	fresh bool
 	// firstSeen is when the agent first saw the pod's manifest: the
 	// status's start time and where start latency is measured from.
@@ -90,6 +94,11 @@ type podRecord struct {
 	// waiting says why containers are not running, by name, as the syncs
 	// found it; the status shows it.
 	waiting map[string]podstatus.Waiting
+	// status is the status last shown for the pod, nil before the first:
+	// the next status builds on it (transition times, start time, a
+	// terminal phase) and counts restarts from it. The status API shows
+	// the same, but the agent never reads it back.
+	status *corev1.PodStatus
 }
 
 // wanted reports whether a manifest asks for the pod.
@@ -98,52 +107,11 @@ func (r *podRecord) wanted() bool { return r.phase == phaseSyncing }
 // listed reports whether the last relist found the pod in the runtime.
 func (r *podRecord) listed() bool { return r.fingerprint != "" }
 
-// want makes p, a manifest's version of the pod, the one to run. It
-// reports whether that changes what the pod runs: a pod newly wanted or a
-// new version, which the node admits afresh and which is no longer
-// evicted.
-func (r *podRecord) want(p *corev1.Pod, now time.Time) (changed bool) {
-	wasWanted := r.wanted()
-	changed = !wasWanted || !podEqual(r.spec, p)
-	if changed {
-		r.evicted = ""
-		r.forgetAdmission()
-		if wasWanted {
-			// A new version of a pod: its status starts over.
-			r.fresh = true
-		}
+// allocatedOr is what the node counts for the pod: the version it
+// allocated, or its spec when it has none yet.
+func (r *podRecord) allocatedOr() *corev1.Pod {
+	if r.allocated != nil {
+		return r.allocated
 	}
-	r.phase = phaseSyncing
-	r.spec = p
-	if r.firstSeen.IsZero() {
-		r.firstSeen = now
-	}
-	return changed
-}
-
-// unwant marks the pod's manifest gone: the pod is to be torn down.
-func (r *podRecord) unwant() {
-	r.phase = phaseTerminating
-	r.forgetAdmission()
-}
-
-// forgetAdmission makes the next sync decide about the pod afresh. What
-// was allocated stays: a resize is decided against it.
-func (r *podRecord) forgetAdmission() {
-	r.admitted = false
-	r.rejected = nil
-	r.resizePending = nil
-}
-
-// terminated records a completed teardown: nothing of the pod is left to
-// know but what the last relist saw.
-func (r *podRecord) terminated() {
-	r.phase = phaseTerminated
-	r.spec = nil
-	r.fresh = false
-	r.firstSeen = time.Time{}
-	r.startMeasured = false
-	r.evicted = ""
-	r.forgetAdmission()
-	r.allocated = nil
+	return r.spec
 }

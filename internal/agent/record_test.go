@@ -80,14 +80,10 @@ func TestAgentForgetsTerminatedPods(t *testing.T) {
 	// The next relist finds nothing of the pod and has its worker forget it.
 	f.clk.Step(time.Second)
 	waitFor(t, "web's record gone", func() bool {
-		r.a.mu.Lock()
-		defer r.a.mu.Unlock()
-		_, ok := r.a.pods[uid]
+		_, ok := r.a.table.snapshot(uid)
 		return !ok
 	}, func() string {
-		r.a.mu.Lock()
-		defer r.a.mu.Unlock()
-		if rec := r.a.pods[uid]; rec != nil {
+		if rec, ok := r.a.table.snapshot(uid); ok {
 			return "phase " + rec.phase.String() + ", fingerprint " + rec.fingerprint
 		}
 		return ""

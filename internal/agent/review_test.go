@@ -128,23 +128,21 @@ func TestReviewTerminateRacingReAddKeepsFirstSeen(t *testing.T) {
 	uid := string(pod.UID)
 	// The worker found the pod terminating and is in TerminatePod;
 	// meanwhile the manifest returns.
-	a.mu.Lock()
-	rec := a.recordOf(uid)
+	a.table.mu.Lock()
+	rec := a.table.recordOf(uid)
 	rec.phase = phaseSyncing
 	rec.spec = pod
 	rec.firstSeen = f.clk.Now()
-	a.mu.Unlock()
+	a.table.mu.Unlock()
 	// terminate's bookkeeping after TerminatePod returned:
 	pr, err := a.rt.ObservePod(t.Context(), uid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.terminate(t.Context(), uid, pod, pr)
-	a.mu.Lock()
-	rec = a.pods[uid]
-	seen := rec != nil && !rec.firstSeen.IsZero()
-	known := rec != nil && rec.spec != nil
-	a.mu.Unlock()
+	a.terminate(t.Context(), podRecord{uid: uid, phase: phaseTerminating, spec: pod, runtime: pr, status: &corev1.PodStatus{}})
+	after, ok := a.table.snapshot(uid)
+	seen := ok && !after.firstSeen.IsZero()
+	known := ok && after.spec != nil
 	if !seen || !known {
 		t.Errorf("after a teardown raced with a re-add: firstSeen kept=%v known kept=%v, want both", seen, known)
 	}

@@ -13,75 +13,82 @@ import (
 
 // syncPod is one pod worker's turn: it observes what the runtime holds of
 // the pod and then, by the pod's phase, runs the pod as its manifest says
-// or tears it down.
+// or tears it down. It works on the copies of the pod's record that the
+// table hands it, one per transition:
+//
+//	beginSync → observed → admit → synced → statusShown   (a pod to run)
+//	beginSync → observed → [statusShown] → tornDown       (a pod to tear down)
 func (a *Agent) syncPod(ctx context.Context, uid string) time.Duration {
 	began := a.cfg.Clock.Now()
 	defer func() { a.metrics.ObserveSync(a.cfg.Clock.Since(began)) }()
 
-	rec, data, sourced := a.beginSync(uid)
+	rec, data, sourced := a.table.beginSync(uid)
 	if !sourced {
 		// An event or a probe named the pod before the manifests were
 		// read: whether it is wanted is not known yet.
 		return a.cfg.ErrorRequeue
 	}
-	pr, err := a.observe(ctx, uid, rec.runtime)
+	rec, err := a.observe(ctx, rec)
 	if err != nil {
 		a.log.Warn("observe pod", "uid", uid, "err", err)
 		return a.cfg.ErrorRequeue
 	}
 	if rec.phase == phaseSyncing {
-		return a.runPod(ctx, rec.spec, data, pr)
+		return a.runPod(ctx, rec, data)
 	}
 	// Terminating, or terminated and named again by a relist or an event:
 	// a teardown removes whatever is left, and is idempotent.
-	return a.terminate(ctx, uid, rec.spec, pr)
+	return a.terminate(ctx, rec)
 }
 
-// observe reads what the runtime holds of the pod, building on last, its
-// previous observation, and keeps it in the pod's record.
-func (a *Agent) observe(ctx context.Context, uid string, last *kuberuntime.PodRuntime) (*kuberuntime.PodRuntime, error) {
-	pr, err := a.rt.ObservePod(ctx, uid, last)
+// observe reads what the runtime holds of the pod, building on the
+// record's last observation, and hands back the record with it.
+func (a *Agent) observe(ctx context.Context, rec podRecord) (podRecord, error) {
+	pr, err := a.rt.ObservePod(ctx, rec.uid, rec.runtime)
 	if err != nil {
-		return nil, err
+		return rec, err
 	}
-	a.withRecord(uid, func(rec *podRecord) { rec.runtime = pr })
-	return pr, nil
+	return a.table.observed(rec.uid, pr), nil
 }
 
-// runPod runs a pod a manifest asks for, from pr, what the runtime holds
-// of it: the node decides whether the pod may run at all (eviction,
-// admission), the runtime manager plans and acts, and the status comes
-// from what the runtime holds after.
-func (a *Agent) runPod(ctx context.Context, pod *corev1.Pod, data kuberuntime.Data, pr *kuberuntime.PodRuntime) time.Duration {
-	uid := string(pod.UID)
-	if msg := a.evictionOf(uid); msg != "" {
-		return a.keepEvicted(ctx, pod, msg, pr)
+// runPod runs a pod a manifest asks for, from rec, its record with what
+// the runtime holds of it: the node decides whether the pod may run at
+// all (eviction, admission), the runtime manager plans and acts, and the
+// status comes from what the runtime holds after.
+func (a *Agent) runPod(ctx context.Context, rec podRecord, data kuberuntime.Data) time.Duration {
+	pod := rec.spec
+	if rec.evicted != "" {
+		return a.keepEvicted(ctx, rec)
 	}
-	run, r := a.admit(pod)
-	if r != nil {
-		return a.keepRejected(ctx, pod, pr, r)
+	adm := a.admit(rec)
+	switch {
+	case adm.stale:
+		return 0 // the manifest changed, and asked for a sync of its own
+	case adm.rejected != nil:
+		return a.keepRejected(ctx, rec, adm.rejected)
 	}
+	run := adm.run
 
-	obs, err := a.rt.CollectGarbage(ctx, pr)
+	obs, err := a.rt.CollectGarbage(ctx, rec.runtime)
 	if err != nil {
 		a.log.Warn("collect garbage", "pod", podKey(pod), "err", err)
 	}
 	// run is the pod as allocated: while a resize of it is pending, its
 	// containers keep the resources they have.
 	res := a.rt.SyncPod(ctx, run, obs, data)
-	a.withRecord(uid, func(rec *podRecord) {
-		rec.waiting = res.Waiting.Apply(rec.waiting)
-		rec.resizeError = res.ResizeError
-	})
 	if res.Err != nil {
 		a.logSyncError(pod, res.Err)
 	}
 
-	if after, err := a.observe(ctx, uid, pr.Forget(res.Resized)); err == nil {
+	after, err := a.rt.ObservePod(ctx, rec.uid, rec.runtime.Forget(res.Resized))
+	if err == nil {
 		obs = after.Observed
 	}
+	rec = a.table.synced(rec.uid, res, after)
 	a.syncProbes(run, obs)
-	a.storeStatus(pod, a.computeStatus(pod, obs, res.SandboxError, false))
+	v := a.view(pod, obs)
+	v.SandboxError = res.SandboxError
+	a.showStatus(rec, pod, statusOf(rec, pod, v), true)
 	return a.requeueAfter(res.Err)
 }
 
