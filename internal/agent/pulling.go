@@ -23,8 +23,8 @@ const pullShowInterval = time.Second
 // watchPull shows, while the pod's worker waits for a pull of a
 // container's image, that the container waits in ContainerCreating for it:
 // at once, then every pullShowInterval with the pull's percent when the
-// runtime tells it. The status is interim: the sync stores the real one
-// after the pull, so nothing of it stays in the pod's record. The
+// runtime tells it. The status is interim: the sync shows the real one
+// after the pull, which replaces it as the record's last status. The
 // returned function stops the refreshing and returns once it stopped, so
 // that no interim status comes after the sync's own.
 func (a *Agent) watchPull(pod *corev1.Pod, container, image string) (ended func()) {
