@@ -16,9 +16,9 @@ import (
 
 	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/cgroupfs"
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
@@ -122,7 +122,7 @@ type Config struct {
 	HostCaps ocispec.HostCaps
 	// Events, when set, is told of every container created, started,
 	// stopped (exited) and removed; nil publishes nothing.
-	Events events.Publisher
+	Events lifecycle.Publisher
 	// Tracer, when set, is told of the phases of each container's start.
 	Tracer Tracer
 	// CDI resolves the CDI devices containers ask for; nil resolves none.
@@ -356,11 +356,11 @@ func (m *Manager) show(e *entry, next Container, prev State) {
 }
 
 // publish tells cfg.Events of a transition of c; it never blocks.
-func (m *Manager) publish(kind events.Kind, c *Container) {
+func (m *Manager) publish(kind lifecycle.Kind, c *Container) {
 	if m.cfg.Events == nil {
 		return
 	}
-	m.cfg.Events.Publish(events.Event{Kind: kind, ID: c.ID, SandboxID: c.SandboxID, At: time.Now()})
+	m.cfg.Events.Publish(lifecycle.Event{Kind: kind, ID: c.ID, SandboxID: c.SandboxID, At: time.Now()})
 }
 
 // locked finds the container id (or a unique prefix) and takes the lock

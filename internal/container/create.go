@@ -15,10 +15,10 @@ import (
 
 	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/checkpoint/archive"
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
@@ -251,7 +251,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	e := &entry{c: *c, exited: make(chan struct{})}
 	m.mu.Lock()
 	m.byID[id] = e
-	m.publish(events.Created, c)
+	m.publish(lifecycle.Created, c)
 	m.mu.Unlock()
 	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())
 	return nil

@@ -8,7 +8,7 @@
 // cannot slow them.
 //
 // When Config.Events is set, every lifecycle transition is published as a
-// neutral events.Event: created by Create, started by Start, stopped when
+// neutral lifecycle.Event: created by Create, started by Start, stopped when
 // the exit is recorded (by the watcher after the monitor reports it, even
 // with no RPC running, by a failed Start, or by Stop of an unknown
 // container), deleted by Remove. Becoming Unknown publishes nothing.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 )
 
 // State is a container's lifecycle state.
@@ -40,12 +40,12 @@ func (s State) to(next State) error {
 
 // event is the lifecycle event of entering s, if it has one. Becoming
 // Unknown has none: nothing is known to have happened to the process.
-func (s State) event() (events.Kind, bool) {
+func (s State) event() (lifecycle.Kind, bool) {
 	switch s {
 	case Running:
-		return events.Started, true
+		return lifecycle.Started, true
 	case Exited:
-		return events.Stopped, true
+		return lifecycle.Stopped, true
 	}
 	return 0, false
 }

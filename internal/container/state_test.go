@@ -3,19 +3,19 @@ package container
 import (
 	"testing"
 
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 )
 
 func TestStateEvents(t *testing.T) {
 	for _, tt := range []struct {
 		state State
-		want  events.Kind
+		want  lifecycle.Kind
 		ok    bool
 	}{
 		{Creating, 0, false},
 		{Created, 0, false}, // Create publishes it itself, once indexed
-		{Running, events.Started, true},
-		{Exited, events.Stopped, true},
+		{Running, lifecycle.Started, true},
+		{Exited, lifecycle.Stopped, true},
 		{Unknown, 0, false},
 	} {
 		got, ok := tt.state.event()

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/failpoint"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ociruntime"
@@ -228,7 +228,7 @@ func (m *Manager) forget(es []*entry) error {
 	for i, e := range es {
 		cs[i] = e.c
 		delete(m.byID, e.c.ID)
-		m.publish(events.Deleted, &cs[i])
+		m.publish(lifecycle.Deleted, &cs[i])
 	}
 	m.mu.Unlock()
 	unlock()

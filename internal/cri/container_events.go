@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/sandbox"
 )
 
@@ -68,7 +68,7 @@ func newEventStream(pods podSource) *eventStream {
 
 // run sends the subscription's events until ctx ends or the subscription
 // does.
-func (es *eventStream) run(ctx context.Context, sub *events.Subscription[events.Event], send func(*runtimeapi.ContainerEventResponse) error) error {
+func (es *eventStream) run(ctx context.Context, sub *lifecycle.Subscription[lifecycle.Event], send func(*runtimeapi.ContainerEventResponse) error) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,9 +96,9 @@ func (es *eventStream) run(ctx context.Context, sub *events.Subscription[events.
 // for reason err.
 func subscriptionEnd(err error) error {
 	switch {
-	case errors.Is(err, events.ErrOverflow):
+	case errors.Is(err, lifecycle.ErrOverflow):
 		return fmt.Errorf("container events: %w: %w", err, errdefs.ErrResourceExhausted)
-	case errors.Is(err, events.ErrClosed):
+	case errors.Is(err, lifecycle.ErrClosed):
 		return fmt.Errorf("container events: runtime is shutting down: %w", errdefs.ErrUnavailable)
 	case err != nil:
 		return fmt.Errorf("container events: %w", err)
@@ -109,9 +109,9 @@ func subscriptionEnd(err error) error {
 // response builds the CRI message of ev, or nil for an event of a pod
 // this stream cannot describe (one made and removed before the stream got
 // to its first event).
-func (es *eventStream) response(ev events.Event) *runtimeapi.ContainerEventResponse {
+func (es *eventStream) response(ev lifecycle.Event) *runtimeapi.ContainerEventResponse {
 	sb := es.sandboxStatus(ev.SandboxID)
-	if ev.IsSandbox() && ev.Kind == events.Deleted {
+	if ev.IsSandbox() && ev.Kind == lifecycle.Deleted {
 		delete(es.known, ev.SandboxID)
 	}
 	if sb == nil {
@@ -148,13 +148,13 @@ func (es *eventStream) sandboxStatus(id string) *runtimeapi.PodSandboxStatus {
 	return st
 }
 
-func eventType(k events.Kind) runtimeapi.ContainerEventType {
+func eventType(k lifecycle.Kind) runtimeapi.ContainerEventType {
 	switch k {
-	case events.Started:
+	case lifecycle.Started:
 		return runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT
-	case events.Stopped:
+	case lifecycle.Stopped:
 		return runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
-	case events.Deleted:
+	case lifecycle.Deleted:
 		return runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
 	}
 	return runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT

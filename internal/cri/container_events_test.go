@@ -19,7 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/sandbox"
 )
 
@@ -137,11 +137,11 @@ func TestEventResponse(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		ev   events.Event
+		ev   lifecycle.Event
 		want *summary
 	}{{
 		name: "container stopped carries the pod's containers only",
-		ev:   events.Event{Kind: events.Stopped, ID: "c2", SandboxID: "sb1", At: at},
+		ev:   lifecycle.Event{Kind: lifecycle.Stopped, ID: "c2", SandboxID: "sb1", At: at},
 		want: &summary{
 			ID: "c2", Type: runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, CreatedAt: at.UnixNano(),
 			PodUID: "uid-web", PodState: runtimeapi.PodSandboxState_SANDBOX_READY, PodIP: "10.88.0.7",
@@ -149,7 +149,7 @@ func TestEventResponse(t *testing.T) {
 		},
 	}, {
 		name: "sandbox started names the sandbox as the container",
-		ev:   events.Event{Kind: events.Started, ID: "sb2", SandboxID: "sb2", At: at},
+		ev:   lifecycle.Event{Kind: lifecycle.Started, ID: "sb2", SandboxID: "sb2", At: at},
 		want: &summary{
 			ID: "sb2", Type: runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, CreatedAt: at.UnixNano(),
 			PodUID: "uid-db", PodState: runtimeapi.PodSandboxState_SANDBOX_READY, PodIP: "10.88.0.7",
@@ -157,7 +157,7 @@ func TestEventResponse(t *testing.T) {
 		},
 	}, {
 		name: "created",
-		ev:   events.Event{Kind: events.Created, ID: "c3", SandboxID: "sb2", At: at},
+		ev:   lifecycle.Event{Kind: lifecycle.Created, ID: "c3", SandboxID: "sb2", At: at},
 		want: &summary{
 			ID: "c3", Type: runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, CreatedAt: at.UnixNano(),
 			PodUID: "uid-db", PodState: runtimeapi.PodSandboxState_SANDBOX_READY, PodIP: "10.88.0.7",
@@ -165,7 +165,7 @@ func TestEventResponse(t *testing.T) {
 		},
 	}, {
 		name: "a pod the stream never knew is left out",
-		ev:   events.Event{Kind: events.Deleted, ID: "c9", SandboxID: "sb9", At: at},
+		ev:   lifecycle.Event{Kind: lifecycle.Deleted, ID: "c9", SandboxID: "sb9", At: at},
 		want: nil,
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestDeletedSandboxKeepsItsLastStatus(t *testing.T) {
 	es := newEventStream(pods.source())
 	pods.removeSandbox("sb1")
 	at := time.Unix(400, 0)
-	got := summarize(es.response(events.Event{Kind: events.Deleted, ID: "sb1", SandboxID: "sb1", At: at}))
+	got := summarize(es.response(lifecycle.Event{Kind: lifecycle.Deleted, ID: "sb1", SandboxID: "sb1", At: at}))
 	want := &summary{
 		ID: "sb1", Type: runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, CreatedAt: at.UnixNano(),
 		PodUID: "uid-web", PodState: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, PodIP: "10.88.0.7",
@@ -223,13 +223,13 @@ func (f *fakeEventsServer) Send(r *runtimeapi.ContainerEventResponse) error {
 	}
 }
 
-func testServer(b *events.Broadcaster[events.Event], pods *fakePods) *Server {
+func testServer(b *lifecycle.Broadcaster[lifecycle.Event], pods *fakePods) *Server {
 	return &Server{events: b, pods: pods.source(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 // waitSubscribers waits until b has n subscribers: the stream subscribes
 // on its own goroutine.
-func waitSubscribers(t *testing.T, b *events.Broadcaster[events.Event], n int) {
+func waitSubscribers(t *testing.T, b *lifecycle.Broadcaster[lifecycle.Event], n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for b.Subscribers() != n {
@@ -241,7 +241,7 @@ func waitSubscribers(t *testing.T, b *events.Broadcaster[events.Event], n int) {
 }
 
 func TestGetContainerEventsStreamsUntilCallerLeaves(t *testing.T) {
-	b := events.NewBroadcaster[events.Event](16)
+	b := lifecycle.NewBroadcaster[lifecycle.Event](16)
 	defer b.Close()
 	pods := newFakePods(testSandbox("sb1", "web"))
 	pods.containers = []container.Container{testContainer("c1", "sb1", container.Exited, 7)}
@@ -254,8 +254,8 @@ func TestGetContainerEventsStreamsUntilCallerLeaves(t *testing.T) {
 	go func() { errc <- s.GetContainerEvents(&runtimeapi.GetEventsRequest{}, stream) }()
 	waitSubscribers(t, b, 1)
 
-	b.Publish(events.Event{Kind: events.Started, ID: "c1", SandboxID: "sb1", At: time.Unix(1, 0)})
-	b.Publish(events.Event{Kind: events.Stopped, ID: "c1", SandboxID: "sb1", At: time.Unix(2, 0)})
+	b.Publish(lifecycle.Event{Kind: lifecycle.Started, ID: "c1", SandboxID: "sb1", At: time.Unix(1, 0)})
+	b.Publish(lifecycle.Event{Kind: lifecycle.Stopped, ID: "c1", SandboxID: "sb1", At: time.Unix(2, 0)})
 	var got []runtimeapi.ContainerEventType
 	for i := 0; i < 2; i++ {
 		r := <-stream.sent
@@ -286,31 +286,31 @@ func TestGetContainerEventsEnds(t *testing.T) {
 		name string
 		// end makes the stream's subscription end while the stream is
 		// blocked sending the first of them.
-		end  func(b *events.Broadcaster[events.Event])
+		end  func(b *lifecycle.Broadcaster[lifecycle.Event])
 		sent int
 		want codes.Code
 	}{{
 		name: "slow reader",
-		end: func(b *events.Broadcaster[events.Event]) {
+		end: func(b *lifecycle.Broadcaster[lifecycle.Event]) {
 			// One is being sent, two fill the buffer, the fourth
 			// overflows it.
 			for i := 0; i < 4; i++ {
-				b.Publish(events.Event{Kind: events.Created, ID: fmt.Sprint("c", i), SandboxID: "sb1"})
+				b.Publish(lifecycle.Event{Kind: lifecycle.Created, ID: fmt.Sprint("c", i), SandboxID: "sb1"})
 			}
 		},
 		sent: 2,
 		want: codes.ResourceExhausted,
 	}, {
 		name: "shutdown",
-		end: func(b *events.Broadcaster[events.Event]) {
-			b.Publish(events.Event{Kind: events.Created, ID: "c0", SandboxID: "sb1"})
+		end: func(b *lifecycle.Broadcaster[lifecycle.Event]) {
+			b.Publish(lifecycle.Event{Kind: lifecycle.Created, ID: "c0", SandboxID: "sb1"})
 			b.Close()
 		},
 		sent: 1,
 		want: codes.Unavailable,
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
-			b := events.NewBroadcaster[events.Event](2)
+			b := lifecycle.NewBroadcaster[lifecycle.Event](2)
 			defer b.Close()
 			s := testServer(b, newFakePods(testSandbox("sb1", "web")))
 			ctx, cancel := context.WithCancel(context.Background())
@@ -321,7 +321,7 @@ func TestGetContainerEventsEnds(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() { errc <- s.GetContainerEvents(&runtimeapi.GetEventsRequest{}, stream) }()
 			waitSubscribers(t, b, 1)
-			b.Publish(events.Event{Kind: events.Created, ID: "first", SandboxID: "sb1"})
+			b.Publish(lifecycle.Event{Kind: lifecycle.Created, ID: "first", SandboxID: "sb1"})
 			// Once the stream is sending "first", it has taken it out
 			// of its buffer, and is stuck until the test reads it.
 			if id := <-stream.entered; id != "first" {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/usage"
@@ -74,7 +74,7 @@ type Config struct {
 	Usage *usage.Service
 	// Events carries the managers' lifecycle events to
 	// GetContainerEvents; nil makes that RPC Unimplemented.
-	Events *events.Broadcaster[events.Event]
+	Events *lifecycle.Broadcaster[lifecycle.Event]
 	// RPCs, when set, is told the duration and code of every RPC.
 	RPCs RPCObserver
 	Log  *slog.Logger
@@ -107,7 +107,7 @@ type Server struct {
 	// events is where the managers' lifecycle events arrive, nil when
 	// the runtime offers none; pods is what GetContainerEvents describes
 	// them with.
-	events *events.Broadcaster[events.Event]
+	events *lifecycle.Broadcaster[lifecycle.Event]
 	pods   podSource
 	// listEntries are the containers' encoded ListContainers entries.
 	listEntries listEntryCache

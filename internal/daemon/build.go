@@ -11,7 +11,7 @@ import (
 	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
@@ -45,7 +45,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	// Nobody subscribes before the socket is served, so what restore
 	// publishes goes nowhere: a new subscriber relists instead.
-	d.events = events.NewBroadcaster[events.Event](events.DefaultBuffer)
+	d.events = lifecycle.NewBroadcaster[lifecycle.Event](lifecycle.DefaultBuffer)
 	d.opened.add("event streams", func() error { d.events.Close(); return nil })
 	if err := d.buildManagers(db, pods, runtimes); err != nil {
 		return err

@@ -14,8 +14,8 @@ import (
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/metrics"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/netns"
@@ -55,7 +55,7 @@ type Daemon struct {
 	server      *cri.Server
 	// events carries the managers' lifecycle events to the CRI's
 	// GetContainerEvents streams.
-	events *events.Broadcaster[events.Event]
+	events *lifecycle.Broadcaster[lifecycle.Event]
 	// metrics are kept always (the pod start trace is logged from them);
 	// metricsSrv serves them when the configuration asks for it.
 	metrics    *metrics.Metrics

@@ -10,7 +10,7 @@
 // Shutdown stops serving and closes what New opened, newest first.
 //
 // The sandbox and container managers publish their lifecycle events to one
-// events.Broadcaster, which the CRI server's GetContainerEvents streams
+// lifecycle.Broadcaster, which the CRI server's GetContainerEvents streams
 // read. Shutdown first closes it, ending every such stream, then stops
 // serving and closes the metadata store; containers, their monitors and
 // pods' pause processes keep running, to be adopted by the next start.

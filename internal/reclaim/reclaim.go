@@ -18,7 +18,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 )
 
 // Bounds of a reclaim.
@@ -43,7 +43,7 @@ func FreeHeap() {
 // Run watches b for removals and pullsEnded for pulls that ended, and
 // calls free once at least MinRemovals removals or one pull were seen and
 // neither came for Quiet. It returns when ctx ends or b is closed.
-func Run(ctx context.Context, b *events.Broadcaster[events.Event], pullsEnded <-chan struct{}, free func()) {
+func Run(ctx context.Context, b *lifecycle.Broadcaster[lifecycle.Event], pullsEnded <-chan struct{}, free func()) {
 	// owed is what was freed since the last reclaim, in removals; a pull
 	// frees as much as a burst.
 	owed := 0
@@ -59,13 +59,13 @@ func Run(ctx context.Context, b *events.Broadcaster[events.Event], pullsEnded <-
 			owed = max(owed, MinRemovals)
 		case e, ok := <-sub.C():
 			if !ok {
-				if !errors.Is(sub.Err(), events.ErrOverflow) {
+				if !errors.Is(sub.Err(), lifecycle.ErrOverflow) {
 					return
 				}
 				// Too many events to follow: certainly a burst.
 				owed = max(owed, MinRemovals)
 				sub = b.Subscribe()
-			} else if e.Kind == events.Deleted {
+			} else if e.Kind == lifecycle.Deleted {
 				owed++
 			} else {
 				continue

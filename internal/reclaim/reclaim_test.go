@@ -5,14 +5,14 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 )
 
 // TestReclaimsAfterABurstOfRemovals: other events do not count; once
 // MinRemovals containers and sandboxes went and removals paused, free runs,
 // once; Run returns when its context ends.
 func TestReclaimsAfterABurstOfRemovals(t *testing.T) {
-	b := events.NewBroadcaster[events.Event](0)
+	b := lifecycle.NewBroadcaster[lifecycle.Event](0)
 	defer b.Close()
 	freed := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -27,11 +27,11 @@ func TestReclaimsAfterABurstOfRemovals(t *testing.T) {
 		runtime.Gosched()
 	}
 	for i := range 3 * MinRemovals {
-		kind := events.Started
+		kind := lifecycle.Started
 		if i%3 == 0 {
-			kind = events.Deleted
+			kind = lifecycle.Deleted
 		}
-		b.Publish(events.Event{Kind: kind, ID: "c", SandboxID: "s"})
+		b.Publish(lifecycle.Event{Kind: kind, ID: "c", SandboxID: "s"})
 	}
 	<-freed
 	cancel()
@@ -44,7 +44,7 @@ func TestReclaimsAfterABurstOfRemovals(t *testing.T) {
 // TestReclaimsAfterAPull: one pull that ended is worth a reclaim, once,
 // however many times it was told.
 func TestReclaimsAfterAPull(t *testing.T) {
-	b := events.NewBroadcaster[events.Event](0)
+	b := lifecycle.NewBroadcaster[lifecycle.Event](0)
 	defer b.Close()
 	freed := make(chan struct{}, 10)
 	pulls := make(chan struct{})

@@ -6,7 +6,7 @@
 // containers before it asks this package to stop or remove the pod.
 //
 // When Config.Events is set, every transition is published as a neutral
-// events.Event, with the sandbox id as both subject and pod: created and
+// lifecycle.Event, with the sandbox id as both subject and pod: created and
 // started when Run makes it ready, stopped when Stop (or a Remove without
 // a Stop) ends it, deleted when Remove has removed it. Events are
 // published while the index lock is held, so they leave in order.

@@ -8,16 +8,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/crib-dev/crib/internal/events"
+	"github.com/crib-dev/crib/internal/lifecycle"
 )
 
-// recorder is an events.Publisher that keeps what it is told.
+// recorder is an lifecycle.Publisher that keeps what it is told.
 type recorder struct {
 	mu  sync.Mutex
-	got []events.Event
+	got []lifecycle.Event
 }
 
-func (r *recorder) Publish(e events.Event) {
+func (r *recorder) Publish(e lifecycle.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, e)

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/ids"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/pause"
@@ -193,8 +193,8 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	m.byID[id] = s
 	// Like containerd: a sandbox that is made is created and started at
 	// once.
-	m.publish(events.Created, id)
-	m.publish(events.Started, id)
+	m.publish(lifecycle.Created, id)
+	m.publish(lifecycle.Started, id)
 	m.mu.Unlock()
 	m.log.Info("sandbox ready", "sandbox", id, "pod", nameKey(cfg.GetMetadata()))
 	return nil

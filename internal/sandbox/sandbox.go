@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/cgroupfs"
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/ids"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/reserve"
@@ -106,7 +106,7 @@ type Config struct {
 	Systemd *systemd.Client
 	// Events, when set, is told of every sandbox made ready (created and
 	// started), stopped and removed; nil publishes nothing.
-	Events events.Publisher
+	Events lifecycle.Publisher
 	// Tracer, when set, is told of the phases of each pod's start.
 	Tracer Tracer
 	// NetNSSpares, when set, holds network namespaces made ahead of need,
@@ -161,11 +161,11 @@ func (m *Manager) lock(id string) func() {
 
 // publish tells cfg.Events of a transition of sandbox id; it never blocks.
 // A sandbox's events name it as both the subject and the pod.
-func (m *Manager) publish(kind events.Kind, id string) {
+func (m *Manager) publish(kind lifecycle.Kind, id string) {
 	if m.cfg.Events == nil {
 		return
 	}
-	m.cfg.Events.Publish(events.Event{Kind: kind, ID: id, SandboxID: id, At: time.Now()})
+	m.cfg.Events.Publish(lifecycle.Event{Kind: kind, ID: id, SandboxID: id, At: time.Now()})
 }
 
 func (m *Manager) save(s *Sandbox) error {

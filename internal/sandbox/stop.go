@@ -10,8 +10,8 @@ import (
 
 	"github.com/containerd/errdefs"
 
-	"github.com/crib-dev/crib/internal/events"
 	"github.com/crib-dev/crib/internal/failpoint"
+	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/pause"
@@ -46,7 +46,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 		*cur = *s
 	}
 	if stopped {
-		m.publish(events.Stopped, s.ID)
+		m.publish(lifecycle.Stopped, s.ID)
 	}
 	m.mu.Unlock()
 	return nil
@@ -73,9 +73,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	delete(m.byID, s.ID)
 	if s.State == Ready {
 		// Removed without a Stop: it stopped all the same.
-		m.publish(events.Stopped, s.ID)
+		m.publish(lifecycle.Stopped, s.ID)
 	}
-	m.publish(events.Deleted, s.ID)
+	m.publish(lifecycle.Deleted, s.ID)
 	m.mu.Unlock()
 	m.names.Release(nameKey(s.Config.GetMetadata()), s.ID)
 	m.cfg.Tracer.EndPod(s.ID, errRemovedUnstarted)

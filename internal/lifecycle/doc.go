@@ -12,4 +12,4 @@
 // Err is ErrOverflow) rather than slowing the publisher or the other
 // subscribers; values published while nobody subscribes are not kept. The
 // Broadcaster starts no goroutines.
-package events
+package lifecycle
