@@ -19,12 +19,12 @@ import (
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/lifecycle"
+	"github.com/crib-dev/crib/internal/metastore"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/namereserve"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
-	"github.com/crib-dev/crib/internal/reserve"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/state"
 )
 
 const (
@@ -136,11 +136,11 @@ type Config struct {
 // Manager runs the containers of one daemon.
 type Manager struct {
 	cfg       Config
-	db        *state.DB
+	db        *metastore.DB
 	log       *slog.Logger
 	images    Images
 	sandboxes Sandboxes
-	names     *reserve.Names
+	names     *namereserve.Names
 
 	mu   sync.RWMutex
 	byID map[string]*entry
@@ -184,13 +184,13 @@ type entry struct {
 func (e *entry) finish() { e.done.Do(func() { close(e.exited) }) }
 
 // New returns a Manager; it does no I/O until Restore.
-func New(cfg Config, db *state.DB, images Images, sandboxes Sandboxes, log *slog.Logger) *Manager {
+func New(cfg Config, db *metastore.DB, images Images, sandboxes Sandboxes, log *slog.Logger) *Manager {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noTracer{}
 	}
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
-		names: reserve.New(), byID: map[string]*entry{},
+		names: namereserve.New(), byID: map[string]*entry{},
 		closed: make(chan struct{}),
 	}
 }

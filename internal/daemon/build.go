@@ -12,13 +12,13 @@ import (
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/lifecycle"
+	"github.com/crib-dev/crib/internal/metastore"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/state"
 	"github.com/crib-dev/crib/internal/stats"
 	"github.com/crib-dev/crib/internal/systemd"
 	"github.com/crib-dev/crib/internal/usage"
@@ -101,7 +101,7 @@ func (d *Daemon) startNetwork() (*network.Manager, error) {
 
 // buildManagers makes the sandbox and container managers and the monitor
 // pool they start containers' monitors from.
-func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map[string]*ociruntime.Runtime) error {
+func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes map[string]*ociruntime.Runtime) error {
 	hostCaps, err := ocispec.ReadHostCaps()
 	if err != nil {
 		return err

@@ -9,14 +9,14 @@ import (
 
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/metastore"
 	"github.com/crib-dev/crib/internal/snapshot"
-	"github.com/crib-dev/crib/internal/state"
 )
 
 // openStores opens the metadata store and the image store (d.images) in
 // crib's directories.
-func (d *Daemon) openStores(ctx context.Context) (*state.DB, error) {
-	db, err := state.Open(filepath.Join(d.cfg.Root, "metadata.db"))
+func (d *Daemon) openStores(ctx context.Context) (*metastore.DB, error) {
+	db, err := metastore.Open(filepath.Join(d.cfg.Root, "metadata.db"))
 	if err != nil {
 		return nil, err
 	}

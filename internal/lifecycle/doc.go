@@ -1,4 +1,4 @@
-// Package events carries lifecycle events from the runtime's managers to
+// Package lifecycle carries lifecycle events from the runtime's managers to
 // whoever watches them, such as the CRI's GetContainerEvents streams.
 //
 // It owns two things: Event, a neutral description of one lifecycle

@@ -16,10 +16,10 @@ import (
 	"github.com/crib-dev/crib/internal/cgroupfs"
 	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/lifecycle"
+	"github.com/crib-dev/crib/internal/metastore"
+	"github.com/crib-dev/crib/internal/namereserve"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
-	"github.com/crib-dev/crib/internal/reserve"
-	"github.com/crib-dev/crib/internal/state"
 	"github.com/crib-dev/crib/internal/systemd"
 )
 
@@ -127,9 +127,9 @@ type Network interface {
 // Manager runs the pod sandboxes of one daemon.
 type Manager struct {
 	cfg     Config
-	db      *state.DB
+	db      *metastore.DB
 	log     *slog.Logger
-	names   *reserve.Names
+	names   *namereserve.Names
 	network Network
 
 	mu   sync.RWMutex
@@ -139,11 +139,11 @@ type Manager struct {
 }
 
 // New returns a Manager; it does no I/O until Restore.
-func New(cfg Config, db *state.DB, net Network, log *slog.Logger) *Manager {
+func New(cfg Config, db *metastore.DB, net Network, log *slog.Logger) *Manager {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noTracer{}
 	}
-	return &Manager{cfg: cfg, db: db, log: log, network: net, names: reserve.New(), byID: map[string]*Sandbox{}}
+	return &Manager{cfg: cfg, db: db, log: log, network: net, names: namereserve.New(), byID: map[string]*Sandbox{}}
 }
 
 // nameKey is the CRI identity of a sandbox: a second sandbox with the same

@@ -17,10 +17,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/crib-dev/crib/internal/metastore"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/pause"
-	"github.com/crib-dev/crib/internal/state"
 )
 
 // TestMain lets the test binary stand in for crib as `pause`.
@@ -63,14 +63,14 @@ func (f *fakeNetwork) Teardown(_ context.Context, p network.Pod) error {
 	return nil
 }
 
-func newManager(t *testing.T, dir string) (*Manager, *state.DB) {
+func newManager(t *testing.T, dir string) (*Manager, *metastore.DB) {
 	m, db, _ := newManagerWithNetwork(t, dir)
 	return m, db
 }
 
-func newManagerWithNetwork(t *testing.T, dir string) (*Manager, *state.DB, *fakeNetwork) {
+func newManagerWithNetwork(t *testing.T, dir string) (*Manager, *metastore.DB, *fakeNetwork) {
 	t.Helper()
-	db, err := state.Open(filepath.Join(dir, "meta.db"))
+	db, err := metastore.Open(filepath.Join(dir, "meta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package reserve hands out names (a sandbox's or a container's CRI name)
+// Package namereserve hands out names (a sandbox's or a container's CRI name)
 // to one creation at a time, and lets the kubelet's retry of a creation that
 // timed out on its side pick up the first attempt's result instead of
 // failing with "name is reserved".
@@ -7,4 +7,4 @@
 // creation fails. A creation's result is delivered to exactly one caller:
 // the original one if it was still waiting, else the first retry; any later
 // request for the name gets errdefs.ErrAlreadyExists.
-package reserve
+package namereserve

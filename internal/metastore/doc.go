@@ -1,4 +1,4 @@
-// Package state persists crib's metadata in one bbolt file.
+// Package metastore persists crib's metadata in one bbolt file.
 //
 // Schema: one top-level bucket per kind of object ("sandboxes",
 // "containers"), each mapping an object id to one record. A record is a JSON
@@ -11,4 +11,4 @@
 // Delete is one bbolt transaction, so a record is either wholly written or
 // not at all, whenever the process dies; DeleteAll removes several records
 // in one transaction, all or none.
-package state
+package metastore

@@ -1,4 +1,4 @@
-package state
+package metastore
 
 import (
 	"encoding/json"
