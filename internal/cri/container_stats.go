@@ -6,7 +6,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/usage"
+	"github.com/crib-dev/crib/internal/statsservice"
 )
 
 // ContainerStats reports one container's CPU, memory, swap, I/O pressure
@@ -25,7 +25,7 @@ func (s *Server) ContainerStats(ctx context.Context, req *runtimeapi.ContainerSt
 
 // containerStats describes c with its usage u; figures u lacks are left
 // out.
-func containerStats(c container.Container, u usage.Container) *runtimeapi.ContainerStats {
+func containerStats(c container.Container, u statsservice.Container) *runtimeapi.ContainerStats {
 	st := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
 		Id:          c.ID,
 		Metadata:    c.Config.GetMetadata(),

@@ -7,7 +7,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/image"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/kernelstats"
 )
 
 // ImageFsInfo reports the bytes and inodes the image store uses and, as
@@ -32,7 +32,7 @@ func (s *Server) ImageFsInfo(ctx context.Context, _ *runtimeapi.ImageFsInfoReque
 
 // fsInfoResponse is the answer for the image store's usage img and the
 // writable layers' usage layers, whose filesystem is named mount.
-func fsInfoResponse(now time.Time, img image.FsUsage, layers stats.DiskUsage, mount string) *runtimeapi.ImageFsInfoResponse {
+func fsInfoResponse(now time.Time, img image.FsUsage, layers kernelstats.DiskUsage, mount string) *runtimeapi.ImageFsInfoResponse {
 	entry := func(mountpoint string, bytes, inodes uint64) *runtimeapi.FilesystemUsage {
 		return &runtimeapi.FilesystemUsage{
 			Timestamp:  now.UnixNano(),

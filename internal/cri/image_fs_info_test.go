@@ -9,7 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/image"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/kernelstats"
 )
 
 // kubeletSeesSplit is the kubelet's test for separate image and container
@@ -26,7 +26,7 @@ func kubeletSeesSplit(t *testing.T, resp *runtimeapi.ImageFsInfoResponse) bool {
 func TestFsInfoResponse(t *testing.T) {
 	now := time.Unix(100, 5)
 	img := image.FsUsage{Mountpoint: "/var/lib/crib/images", UsedBytes: 4096, InodesUsed: 7}
-	layers := stats.DiskUsage{Bytes: 8192, Inodes: 3}
+	layers := kernelstats.DiskUsage{Bytes: 8192, Inodes: 3}
 	usage := func(mount string, bytes, inodes uint64) *runtimeapi.FilesystemUsage {
 		return &runtimeapi.FilesystemUsage{
 			Timestamp:  now.UnixNano(),

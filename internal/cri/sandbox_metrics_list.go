@@ -7,9 +7,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/podmetrics"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/usage"
+	"github.com/crib-dev/crib/internal/sandboxmetrics"
+	"github.com/crib-dev/crib/internal/statsservice"
 )
 
 // ListPodSandboxMetrics reports the metrics of every ready pod and of its
@@ -30,7 +30,7 @@ func (s *Server) ListPodSandboxMetrics(ctx context.Context, _ *runtimeapi.ListPo
 			}
 			s.log.Warn("sandbox metrics incomplete", "sandbox", sb.ID, "err", err)
 		}
-		resp.PodMetrics = append(resp.PodMetrics, podmetrics.Build(metricsPod(sb, byPod[sb.ID], u), time.Now()))
+		resp.PodMetrics = append(resp.PodMetrics, sandboxmetrics.Build(metricsPod(sb, byPod[sb.ID], u), time.Now()))
 	}
 	return resp, nil
 }
@@ -47,9 +47,9 @@ func (s *Server) StreamPodSandboxMetrics(_ *runtimeapi.StreamPodSandboxMetricsRe
 }
 
 // metricsPod names sb and its containers ctrs for their usage u.
-func metricsPod(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) podmetrics.Pod {
+func metricsPod(sb sandbox.Sandbox, ctrs []container.Container, u statsservice.Pod) sandboxmetrics.Pod {
 	md := sb.Config.GetMetadata()
-	p := podmetrics.Pod{
+	p := sandboxmetrics.Pod{
 		ID: sb.ID, Namespace: md.GetNamespace(), Name: md.GetName(), CreatedAt: sb.CreatedAt,
 		Network: u.Network,
 	}
@@ -65,12 +65,12 @@ func metricsPod(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) pod
 	return p
 }
 
-func metricsContainer(c container.Container, u usage.Container) podmetrics.Container {
+func metricsContainer(c container.Container, u statsservice.Container) sandboxmetrics.Container {
 	img := c.Config.GetImage().GetUserSpecifiedImage()
 	if img == "" {
 		img = c.Config.GetImage().GetImage()
 	}
-	mc := podmetrics.Container{
+	mc := sandboxmetrics.Container{
 		ID: c.ID, Name: c.Config.GetMetadata().GetName(), Image: img, StartedAt: c.StartedAt,
 		Resources: c.Config.GetLinux().GetResources(),
 	}
@@ -78,7 +78,7 @@ func metricsContainer(c container.Container, u usage.Container) podmetrics.Conta
 		mc.Cgroup = &u.Cgroup.Sample
 	}
 	if u.Layer != nil {
-		mc.Layer = &podmetrics.Layer{Device: u.Layer.Mountpoint, DiskUsage: u.Layer.DiskUsage, Capacity: u.Layer.Capacity}
+		mc.Layer = &sandboxmetrics.Layer{Device: u.Layer.Mountpoint, DiskUsage: u.Layer.DiskUsage, Capacity: u.Layer.Capacity}
 	}
 	return mc
 }

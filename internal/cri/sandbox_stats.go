@@ -9,7 +9,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/usage"
+	"github.com/crib-dev/crib/internal/statsservice"
 )
 
 // PodSandboxStats reports a ready pod's CPU, memory, I/O pressure and
@@ -42,7 +42,7 @@ func (s *Server) containersBySandbox() map[string][]container.Container {
 
 // sandboxStats describes sb and its containers ctrs with their usage u;
 // figures u lacks are left out.
-func sandboxStats(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) *runtimeapi.PodSandboxStats {
+func sandboxStats(sb sandbox.Sandbox, ctrs []container.Container, u statsservice.Pod) *runtimeapi.PodSandboxStats {
 	linux := &runtimeapi.LinuxPodSandboxStats{Network: networkUsage(u.Network)}
 	if cg := u.Cgroup; cg != nil {
 		linux.Cpu = cpuUsage(cg)
@@ -51,7 +51,7 @@ func sandboxStats(sb sandbox.Sandbox, ctrs []container.Container, u usage.Pod) *
 		linux.Io = ioUsage(cg.Sample)
 	}
 	for i, c := range ctrs {
-		var cu usage.Container
+		var cu statsservice.Container
 		if i < len(u.Containers) {
 			cu = u.Containers[i]
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/usage"
+	"github.com/crib-dev/crib/internal/statsservice"
 )
 
 // Info is what the server reports about the runtime.
@@ -71,7 +71,7 @@ type Config struct {
 	Network     Network
 	Streams     Streams
 	// Usage reads the figures of the stats RPCs and ImageFsInfo.
-	Usage *usage.Service
+	Usage *statsservice.Service
 	// Events carries the managers' lifecycle events to
 	// GetContainerEvents; nil makes that RPC Unimplemented.
 	Events *lifecycle.Broadcaster[lifecycle.Event]
@@ -101,7 +101,7 @@ type Server struct {
 	images      *image.Store
 	network     Network
 	streams     Streams
-	usage       *usage.Service
+	usage       *statsservice.Service
 	rpcs        RPCObserver
 	log         *slog.Logger
 	// events is where the managers' lifecycle events arrive, nil when

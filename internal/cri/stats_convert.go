@@ -3,13 +3,13 @@ package cri
 import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/crib-dev/crib/internal/stats"
-	"github.com/crib-dev/crib/internal/usage"
+	"github.com/crib-dev/crib/internal/kernelstats"
+	"github.com/crib-dev/crib/internal/statsservice"
 )
 
 // cpuUsage is the cgroup's CPU time, with its rate when there is one (a
 // first reading has none; it is left out).
-func cpuUsage(cg *usage.Cgroup) *runtimeapi.CpuUsage {
+func cpuUsage(cg *statsservice.Cgroup) *runtimeapi.CpuUsage {
 	if cg.CPU == nil {
 		return nil
 	}
@@ -24,7 +24,7 @@ func cpuUsage(cg *usage.Cgroup) *runtimeapi.CpuUsage {
 	return u
 }
 
-func memoryUsage(smp stats.Sample) *runtimeapi.MemoryUsage {
+func memoryUsage(smp kernelstats.Sample) *runtimeapi.MemoryUsage {
 	m := smp.Memory
 	if m == nil {
 		return nil
@@ -42,11 +42,11 @@ func memoryUsage(smp stats.Sample) *runtimeapi.MemoryUsage {
 }
 
 // psiStats converts pressure stall information; nil stays nil.
-func psiStats(p *stats.Pressure) *runtimeapi.PsiStats {
+func psiStats(p *kernelstats.Pressure) *runtimeapi.PsiStats {
 	if p == nil {
 		return nil
 	}
-	data := func(d stats.PressureData) *runtimeapi.PsiData {
+	data := func(d kernelstats.PressureData) *runtimeapi.PsiData {
 		return &runtimeapi.PsiData{Total: d.TotalNanos, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
 	}
 	return &runtimeapi.PsiStats{Some: data(p.Some), Full: data(p.Full)}
@@ -54,14 +54,14 @@ func psiStats(p *stats.Pressure) *runtimeapi.PsiStats {
 
 // ioUsage is the cgroup's block I/O pressure; nil where the kernel keeps
 // none for the cgroup (cgroup v1), as for CPU and memory pressure.
-func ioUsage(smp stats.Sample) *runtimeapi.IoUsage {
+func ioUsage(smp kernelstats.Sample) *runtimeapi.IoUsage {
 	if smp.IO == nil || smp.IO.Pressure == nil {
 		return nil
 	}
 	return &runtimeapi.IoUsage{Timestamp: smp.Time.UnixNano(), Psi: psiStats(smp.IO.Pressure)}
 }
 
-func swapUsage(smp stats.Sample) *runtimeapi.SwapUsage {
+func swapUsage(smp kernelstats.Sample) *runtimeapi.SwapUsage {
 	sw := smp.Swap
 	if sw == nil {
 		return nil
@@ -76,7 +76,7 @@ func swapUsage(smp stats.Sample) *runtimeapi.SwapUsage {
 	return u
 }
 
-func processUsage(smp stats.Sample) *runtimeapi.ProcessUsage {
+func processUsage(smp kernelstats.Sample) *runtimeapi.ProcessUsage {
 	if smp.Pids == nil {
 		return nil
 	}
@@ -88,7 +88,7 @@ func processUsage(smp stats.Sample) *runtimeapi.ProcessUsage {
 
 // networkUsage reports a pod's interfaces, eth0 (the CNI's interface) as
 // the default one, or the first when there is no eth0; nil stays nil.
-func networkUsage(n *stats.Network) *runtimeapi.NetworkUsage {
+func networkUsage(n *kernelstats.Network) *runtimeapi.NetworkUsage {
 	if n == nil || len(n.Interfaces) == 0 {
 		return nil
 	}

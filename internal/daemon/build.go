@@ -11,6 +11,7 @@ import (
 	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
+	"github.com/crib-dev/crib/internal/kernelstats"
 	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/metastore"
 	"github.com/crib-dev/crib/internal/monitor"
@@ -19,9 +20,8 @@ import (
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/statsservice"
 	"github.com/crib-dev/crib/internal/systemd"
-	"github.com/crib-dev/crib/internal/usage"
 )
 
 // build makes every part in dependency order, recording in d.opened how
@@ -68,7 +68,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Images:      d.images,
 		Network:     pods,
 		Streams:     d.streams,
-		Usage: usage.New(usage.Config{Cgroups: stats.Config{
+		Usage: statsservice.New(statsservice.Config{Cgroups: kernelstats.Config{
 			Unified: cgroups.Mode() == cgroups.Unified,
 			Systemd: d.cfg.CgroupDriver == "systemd",
 		}}, d.containers, d.sandboxes, d.images),

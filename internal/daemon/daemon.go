@@ -16,10 +16,10 @@ import (
 	"github.com/crib-dev/crib/internal/cri"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/lifecycle"
-	"github.com/crib-dev/crib/internal/metrics"
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
+	"github.com/crib-dev/crib/internal/runtimemetrics"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/streaming"
 )
@@ -58,8 +58,8 @@ type Daemon struct {
 	events *lifecycle.Broadcaster[lifecycle.Event]
 	// metrics are kept always (the pod start trace is logged from them);
 	// metricsSrv serves them when the configuration asks for it.
-	metrics    *metrics.Metrics
-	metricsSrv *metrics.Server
+	metrics    *runtimemetrics.Metrics
+	metricsSrv *runtimemetrics.Server
 	// pullsEnded tells the reclaimer that a pull ended (pullWatch).
 	pullsEnded chan struct{}
 	// opened closes what New opened, newest first.
@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg config.Config, monitorBin string, log *slog.Lo
 	}
 	d := &Daemon{
 		cfg: cfg, log: log, monitorBin: monitorBin, ready: make(chan struct{}),
-		metrics: metrics.New(log), pullsEnded: make(chan struct{}, 1),
+		metrics: runtimemetrics.New(log), pullsEnded: make(chan struct{}, 1),
 	}
 	if err := d.build(ctx); err != nil {
 		if cerr := d.opened.closeAll(); cerr != nil {

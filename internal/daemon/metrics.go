@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/crib-dev/crib/internal/container"
-	"github.com/crib-dev/crib/internal/metrics"
+	"github.com/crib-dev/crib/internal/runtimemetrics"
 	"github.com/crib-dev/crib/internal/sandbox"
 )
 
@@ -13,8 +13,8 @@ import (
 // at each scrape, from the managers' own lists; when the configuration
 // asks for metrics, it also opens their port, which serveMetrics serves.
 func (d *Daemon) listenMetrics() error {
-	err := d.metrics.Register(metrics.NewStateCollector(
-		metrics.Counted{
+	err := d.metrics.Register(runtimemetrics.NewStateCollector(
+		runtimemetrics.Counted{
 			Name:   "crib_containers",
 			Help:   "Containers by state.",
 			States: []string{string(container.Created), string(container.Running), string(container.Exited), string(container.Unknown)},
@@ -26,7 +26,7 @@ func (d *Daemon) listenMetrics() error {
 				return out
 			},
 		},
-		metrics.Counted{
+		runtimemetrics.Counted{
 			Name:   "crib_sandboxes",
 			Help:   "Pod sandboxes by state.",
 			States: []string{string(sandbox.Ready), string(sandbox.NotReady)},

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crib-dev/crib/internal/content"
+	"github.com/crib-dev/crib/internal/kernelstats"
 	"github.com/crib-dev/crib/internal/snapshot"
-	"github.com/crib-dev/crib/internal/stats"
 )
 
 // Config configures a Store. Only Root is required.
@@ -401,7 +401,7 @@ func release(m map[string]int, keys []string) {
 
 // FsInfo reports the disk blocks and distinct inodes used under the root.
 func (s *Store) FsInfo() (FsUsage, error) {
-	u, err := stats.Disk(context.Background(), s.cfg.Root, 0)
+	u, err := kernelstats.Disk(context.Background(), s.cfg.Root, 0)
 	if err != nil {
 		return FsUsage{}, fmt.Errorf("measure image fs usage: %w", err)
 	}

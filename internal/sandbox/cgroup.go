@@ -10,7 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/crib-dev/crib/internal/cgroupfs"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/kernelstats"
 	"github.com/crib-dev/crib/internal/systemd"
 )
 
@@ -26,7 +26,7 @@ func (m *Manager) podCgroup(kubeletParent, id string) (string, bool, error) {
 			return kubeletParent, false, nil
 		}
 		slice := path.Base(kubeletParent)
-		if _, err := stats.ExpandSlice(slice); err != nil {
+		if _, err := kernelstats.ExpandSlice(slice); err != nil {
 			return "", false, fmt.Errorf("config.linux.cgroup_parent %q: the systemd cgroup driver wants a slice such as kubepods-pod1.slice: %w",
 				kubeletParent, errdefs.ErrInvalidArgument)
 		}

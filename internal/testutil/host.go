@@ -9,7 +9,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/kernelstats"
 	"github.com/crib-dev/crib/internal/systemd"
 )
 
@@ -48,7 +48,7 @@ func Unified() bool { return cgroups.Mode() == cgroups.Unified }
 func CgroupDirs(path string) []string {
 	rel := path
 	if strings.HasSuffix(path, ".slice") {
-		expanded, err := stats.ExpandSlice(path)
+		expanded, err := kernelstats.ExpandSlice(path)
 		if err != nil {
 			return nil
 		}

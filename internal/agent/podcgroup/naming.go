@@ -8,7 +8,7 @@ import (
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/kernelstats"
 )
 
 // The QoS classes that get a cgroup of their own, and the prefix of a pod
@@ -44,7 +44,7 @@ func newNaming(root, driver string) (naming, error) {
 		return naming{root: p}, nil
 	case "systemd":
 		base := strings.TrimSuffix(root, sliceExt)
-		if _, err := stats.ExpandSlice(base + sliceExt); err != nil || base == "-" {
+		if _, err := kernelstats.ExpandSlice(base + sliceExt); err != nil || base == "-" {
 			return naming{}, fmt.Errorf("cgroup root %q: not a systemd slice: %w", root, errdefs.ErrInvalidArgument)
 		}
 		return naming{systemd: true, root: base}, nil
@@ -105,7 +105,7 @@ func (n naming) podSlicePrefix(qos corev1.PodQOSClass) string {
 // absolute ("/kubepods.slice/kubepods-burstable.slice").
 func (n naming) dir(name string) (string, error) {
 	if n.systemd {
-		return stats.ExpandSlice(name)
+		return kernelstats.ExpandSlice(name)
 	}
 	return path.Clean("/" + name), nil
 }

@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crib-dev/crib/internal/cgroupfs"
-	"github.com/crib-dev/crib/internal/stats"
+	"github.com/crib-dev/crib/internal/kernelstats"
 	"github.com/crib-dev/crib/internal/systemd"
 )
 
@@ -41,7 +41,7 @@ type fakeSlices struct {
 func (f *fakeSlices) EnsureSlice(_ context.Context, name, description string, res systemd.Resources) error {
 	u, ok := f.units[name]
 	if !ok {
-		dir, err := stats.ExpandSlice(name)
+		dir, err := kernelstats.ExpandSlice(name)
 		if err != nil {
 			return err
 		}
@@ -68,7 +68,7 @@ func (f *fakeSlices) Stop(_ context.Context, name string) error {
 		return nil
 	}
 	delete(f.units, name)
-	dir, err := stats.ExpandSlice(name)
+	dir, err := kernelstats.ExpandSlice(name)
 	if err != nil {
 		return err
 	}
