@@ -132,7 +132,7 @@ func (a *Agent) keepRejected(ctx context.Context, pod *corev1.Pod, pr *kuberunti
 	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
 		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress // a failed pod resizes nothing
 	})
-	a.storeStatus(pod, st)
+	a.storeStatus(pod, pr.Observed, st)
 	return 0
 }
 

@@ -88,6 +88,6 @@ func (a *Agent) keepEvicted(ctx context.Context, pod *corev1.Pod, msg string, la
 	st.Phase = corev1.PodFailed
 	st.Reason = reasonEvicted
 	st.Message = msg
-	a.storeStatus(pod, st)
+	a.storeStatus(pod, pr.Observed, st)
 	return 0
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,10 +79,10 @@ func (a *Agent) computeStatusWaiting(pod *corev1.Pod, obs plan.Observed, sandbox
 
 // storeStatus records a pod's status and the metrics it implies: restarts,
 // and the pod's start latency once all its containers first run.
-func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
+func (a *Agent) storeStatus(pod *corev1.Pod, obs plan.Observed, st corev1.PodStatus) {
 	uid := string(pod.UID)
 	prev, hadPrev := a.store.Get(types.UID(uid))
-	a.setStatus(pod, st)
+	a.setStatus(pod, obs, st)
 	if hadPrev {
 		old := map[string]int32{}
 		for _, c := range append(prev.Status.InitContainerStatuses, prev.Status.ContainerStatuses...) {
@@ -101,15 +102,22 @@ func (a *Agent) storeStatus(pod *corev1.Pod, st corev1.PodStatus) {
 	})
 }
 
-// setStatus serves pod with st as its status, and with the block of host ids
-// it holds, if it holds one, in its labels.UserNamespace annotation.
-func (a *Agent) setStatus(pod *corev1.Pod, st corev1.PodStatus) {
-	if r, ok := a.userns.Get(string(pod.UID)); ok {
+// setStatus serves pod with st as its status, with the block of host ids
+// it holds, if it holds one, in its labels.UserNamespace annotation, and
+// the containers obs shows restored from a checkpoint in labels.Restored.
+func (a *Agent) setStatus(pod *corev1.Pod, obs plan.Observed, st corev1.PodStatus) {
+	annotate := func(k, v string) {
 		pod = pod.DeepCopy()
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[labels.UserNamespace] = r.String()
+		pod.Annotations[k] = v
+	}
+	if r, ok := a.userns.Get(string(pod.UID)); ok {
+		annotate(labels.UserNamespace, r.String())
+	}
+	if names := podstatus.Restored(pod, obs); len(names) > 0 {
+		annotate(labels.Restored, strings.Join(names, ","))
 	}
 	a.store.Set(pod, st)
 }

@@ -68,5 +68,5 @@ func (a *Agent) showPulling(pod *corev1.Pod, container, msg string) {
 		}
 	})
 	w := map[string]podstatus.Waiting{container: {Reason: podstatus.ReasonContainerCreating, Message: msg}}
-	a.setStatus(pod, a.computeStatusWaiting(pod, obs, "", false, w))
+	a.setStatus(pod, obs, a.computeStatusWaiting(pod, obs, "", false, w))
 }

@@ -81,7 +81,7 @@ func (a *Agent) runPod(ctx context.Context, pod *corev1.Pod, data kuberuntime.Da
 		obs = after.Observed
 	}
 	a.syncProbes(run, obs)
-	a.storeStatus(pod, a.computeStatus(pod, obs, res.SandboxError, false))
+	a.storeStatus(pod, obs, a.computeStatus(pod, obs, res.SandboxError, false))
 	return a.requeueAfter(res.Err)
 }
 

@@ -19,7 +19,7 @@ func (a *Agent) terminate(ctx context.Context, uid string, last *corev1.Pod, pr 
 	if last != nil {
 		if _, ok := a.store.Get(types.UID(uid)); ok {
 			terminating := podstatus.MarkTerminating(last, a.cfg.Clock.Now())
-			a.setStatus(terminating, a.computeStatus(terminating, pr.Observed, "", true))
+			a.setStatus(terminating, pr.Observed, a.computeStatus(terminating, pr.Observed, "", true))
 		}
 	}
 	if err := a.rt.TerminatePod(ctx, last, pr); err != nil {
