@@ -46,7 +46,11 @@ func TestCheckpointRestore(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	cli := func(dir string, args ...string) (stdout, stderr string, code int) {
 		t.Helper()
-		cmd := exec.Command(crib, append([]string{args[0], "--status-address", addr, "--runtime-endpoint", env.endpoint}, args[1:]...)...)
+		flags := []string{args[0], "--status-address", addr}
+		if args[0] == "checkpoint" {
+			flags = append(flags, "--runtime-endpoint", env.endpoint)
+		}
+		cmd := exec.Command(crib, append(flags, args[1:]...)...)
 		cmd.Dir = dir
 		var o, e bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &o, &e
