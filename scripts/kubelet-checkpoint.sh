@@ -96,7 +96,8 @@ wait_count "$id" 20 60
 
 # 2. The kubelet's checkpoint API (HTTPS, anonymous, AlwaysAllow).
 log "POST /checkpoint/default/$POD_FULL/$CTR"
-resp=$(curl -sSk -m 120 -X POST -w '\n%{http_code}' "https://127.0.0.1:$PORT/checkpoint/default/$POD_FULL/$CTR")
+resp=$(curl -sSk -m 120 -X POST -w '\n%{http_code}' "https://127.0.0.1:$PORT/checkpoint/default/$POD_FULL/$CTR") ||
+	die "no answer from the kubelet's API on port $PORT"
 code=${resp##*$'\n'}
 body=${resp%$'\n'*}
 echo "--- POST /checkpoint: HTTP $code: $body"
@@ -148,7 +149,9 @@ refused)
 	msg=$(curl -fsS -m 10 "http://127.0.0.1:$RO_PORT/pods" | jq -r --arg p "$RPOD_FULL" \
 		'.items[] | select(.metadata.name == $p) | .status.containerStatuses[0].state.waiting.message')
 	echo "--- the kubelet refuses the path before the CRI: InvalidImageName: $msg"
-	n=$("${crictl[@]}" ps -a -q --pod "$("${crictl[@]}" pods -q --name "^$RPOD_FULL\$" | head -1)" 2>/dev/null | wc -l)
+	rsb=$("${crictl[@]}" pods -q --name "^$RPOD_FULL\$" | head -1)
+	n=0
+	[ -z "$rsb" ] || n=$("${crictl[@]}" ps -a -q --pod "$rsb" | wc -l)
 	[ "$n" = 0 ] || die "crib holds $n containers of $RPOD_FULL, though the kubelet refused its image"
 	;;
 *) die "the static pod $RPOD_FULL neither ran nor was refused within 90s$(printf '\n'; grep -E '^E[0-9]{4}' "$D/kubelet.log" | tail -10)" ;;
