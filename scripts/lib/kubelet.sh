@@ -34,8 +34,10 @@ build_kubelet() {
 	local mod
 	mod=$(mktemp -d /tmp/crib-kubelet-mod.XXXXXX)
 	log "building kubelet $KUBELET_VERSION from the module proxy in $mod (staging modules at $staging); this takes a while"
+	# set -e does not hold in a subshell that is the left of ||: each step
+	# that can fail exits itself.
 	(
-		cd "$mod"
+		cd "$mod" || exit 1
 		export GOFLAGS=-mod=mod
 		local gomod
 		gomod=$(go mod download -json "k8s.io/kubernetes@$KUBELET_VERSION" | jq -r .GoMod)
@@ -55,12 +57,12 @@ build_kubelet() {
 			echo ")"
 		} >go.mod
 		printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kubelet"\n' >tools.go
-		go get "k8s.io/kubernetes/cmd/kubelet@$KUBELET_VERSION" >/dev/null
-		mkdir -p "$CACHE"
+		go get "k8s.io/kubernetes/cmd/kubelet@$KUBELET_VERSION" >/dev/null || exit 1
+		mkdir -p "$CACHE" || exit 1
 		local start=$SECONDS
 		go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBELET_VERSION" \
-			-o "$out.tmp" k8s.io/kubernetes/cmd/kubelet
-		mv "$out.tmp" "$out"
+			-o "$out.tmp" k8s.io/kubernetes/cmd/kubelet || { rm -f "$out.tmp"; exit 1; }
+		mv "$out.tmp" "$out" || exit 1
 		echo "built in $((SECONDS - start))s" >&2
 	) >&2 || { rm -rf "$mod"; die "kubelet build failed"; }
 	rm -rf "$mod"
