@@ -18,6 +18,8 @@ CONF=${CRI_CONFORMANCE_DIR:-$ROOT/../shared/conformance}
 KUBELET_VERSION=${KUBELET_VERSION:-v1.36.3}
 CACHE=${CRIB_KUBELET_CACHE:-/var/cache/crib-kubelet}
 export PATH=$PATH:/usr/local/go/bin
+[ -f "$CONF/lib.sh" ] || { echo "${LOG_NAME:-kubelet}: no conformance kit in $CONF" >&2; exit 1; }
+. "$CONF/lib.sh" # REGISTRY_ADDR, registry_up; its log and die are replaced below
 
 log() { printf '[%s] %s: %s\n' "$(date +%H:%M:%S)" "${LOG_NAME:-kubelet}" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
@@ -92,8 +94,6 @@ stop_pid() {
 # $D and sets kl_cleanup as the EXIT trap. After it: $D, $SOCK, $CG, $NODE,
 # $KUBELET, and crictl=(crictl on crib's socket).
 kl_init() {
-	[ -f "$CONF/lib.sh" ] || die "no conformance kit in $CONF"
-	. "$CONF/lib.sh" # REGISTRY_ADDR, registry_up
 	[ "$(id -u)" = 0 ] || die "run as root"
 	local c
 	for c in go crictl curl jq ss; do command -v "$c" >/dev/null || die "$c is not installed"; done
