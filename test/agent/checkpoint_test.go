@@ -164,8 +164,8 @@ func TestCheckpointRestore(t *testing.T) {
 	if _, stderr, code := cli(dir, "checkpoint", done.Name); code != 1 || !strings.Contains(stderr, `container "once" in pod default/ckpt-done is not running`) {
 		t.Errorf("checkpoint of an exited container: exit %d, stderr %q", code, stderr)
 	}
-	for _, pod := range []*corev1.Pod{src, dst, done} {
-		h.removePod(t, pod.Name)
+	if left := h.drain(); len(left) > 0 {
+		t.Fatalf("after all manifests were removed the runtime still holds %v", left)
 	}
 }
 
