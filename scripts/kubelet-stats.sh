@@ -46,268 +46,24 @@
 # only, without iptables chains (makeIPTablesUtilChains: false), on loopback
 # ports picked free.
 #
-# The kubelet is built in a throwaway module: `go install pkg@version`
-# refuses k8s.io/kubernetes, whose go.mod replaces its staging modules
-# (k8s.io/api, client-go, cri-api, kubelet, ...) by ./staging paths, so the
-# module requires k8s.io/kubernetes and replaces each of those modules by
-# its published v0.<minor>.<patch> version, read from the replace block of
-# k8s.io/kubernetes's own go.mod.
+# The build, the daemon, the kubelet and the cleanup are scripts/lib/kubelet.sh.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CONF=${CRI_CONFORMANCE_DIR:-$ROOT/../shared/conformance}
-KUBELET_VERSION=${KUBELET_VERSION:-v1.36.3}
-CACHE=${CRIB_KUBELET_CACHE:-/var/cache/crib-kubelet}
-export PATH=$PATH:/usr/local/go/bin
-[ -f "$CONF/lib.sh" ] || { echo "kubelet-stats.sh: no conformance kit in $CONF" >&2; exit 1; }
-. "$CONF/lib.sh" # REGISTRY_ADDR, registry_up
+LOG_NAME=kubelet-stats
+. "$(dirname "${BASH_SOURCE[0]}")/lib/kubelet.sh"
+kl_init
 
-log() { printf '[%s] kubelet-stats: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "FAIL: $*"; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "run as root"
-for c in go crictl curl jq ss; do command -v "$c" >/dev/null || die "$c is not installed"; done
-
-# build_kubelet builds k8s.io/kubernetes/cmd/kubelet at $KUBELET_VERSION
-# into $CACHE once.
-build_kubelet() {
-	local out=$CACHE/kubelet-$KUBELET_VERSION
-	if [ -x "$out" ]; then
-		echo "$out"
-		return
-	fi
-	local staging=v0.${KUBELET_VERSION#v1.}
-	local mod
-	mod=$(mktemp -d /tmp/crib-kubelet-mod.XXXXXX)
-	log "building kubelet $KUBELET_VERSION from the module proxy in $mod (staging modules at $staging); this takes a while"
-	(
-		cd "$mod"
-		export GOFLAGS=-mod=mod
-		local gomod
-		gomod=$(go mod download -json "k8s.io/kubernetes@$KUBELET_VERSION" | jq -r .GoMod)
-		[ -f "$gomod" ] || { echo "no go.mod for k8s.io/kubernetes@$KUBELET_VERSION" >&2; exit 1; }
-		local mods
-		mods=$(sed -n '/^replace (/,/^)/p' "$gomod" | awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}')
-		[ -n "$mods" ] || { echo "no staging replace block in $gomod" >&2; exit 1; }
-		{
-			echo "module crib.local/kubelet-build"
-			echo
-			sed -n 's/^go /go /p' "$gomod" | head -1
-			echo
-			echo "require k8s.io/kubernetes $KUBELET_VERSION"
-			echo
-			echo "replace ("
-			for m in $mods; do echo "	$m => $m $staging"; done
-			echo ")"
-		} >go.mod
-		printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kubelet"\n' >tools.go
-		go get "k8s.io/kubernetes/cmd/kubelet@$KUBELET_VERSION" >/dev/null
-		mkdir -p "$CACHE"
-		local start=$SECONDS
-		go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBELET_VERSION" \
-			-o "$out.tmp" k8s.io/kubernetes/cmd/kubelet
-		mv "$out.tmp" "$out"
-		echo "built in $((SECONDS - start))s" >&2
-	) >&2 || { rm -rf "$mod"; die "kubelet build failed"; }
-	rm -rf "$mod"
-	echo "$out"
-}
-
-# free_port prints the first TCP port from $1 up that nothing listens on.
-free_port() {
-	local p=$1
-	while [ -n "$(ss -Hltn "sport = :$p")" ]; do p=$((p + 1)); done
-	echo "$p"
-}
-
-KUBELET=${KUBELET:-$(build_kubelet)}
-[ -x "$KUBELET" ] || die "kubelet $KUBELET is not executable"
-log "kubelet: $KUBELET ($("$KUBELET" --version))"
-
-D=$(mktemp -d /tmp/crib-kl.XXXXXX)
-SOCK=$D/state/crib.sock
-CG=crib-kubelet-$$
-NODE=crib-kubelet-node
 POD=stats-probe
 POD_FULL=$POD-$NODE
 CTR=busy
 IMAGE=registry.k8s.io/e2e-test-images/busybox:1.29-2
-SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
-declare -A SAVED_SYSCTL=()
-started_registry=0
-created_logdir=0
-daemon_pid=
-kubelet_pid=
-crictl=(crictl --config "$D/crictl.yaml")
-
-# stop_pid sends SIGTERM to pid $1 and waits, SIGKILL after $2 seconds.
-stop_pid() {
-	local pid=$1 wait=$2
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill "$pid" 2>/dev/null || true
-	for _ in $(seq $((wait * 10))); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-	log "WARNING: pid $pid survived SIGTERM for ${wait}s; SIGKILL"
-	kill -9 "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-}
-
-cleanup() {
-	local rc=$?
-	set +e
-	log "cleaning up"
-	if [ -n "$kubelet_pid" ]; then
-		if kill -0 "$kubelet_pid" 2>/dev/null && [ -f "$D/manifests/$POD.yaml" ]; then
-			rm -f "$D/manifests/$POD.yaml"
-			log "static pod manifest removed; waiting for the kubelet to stop the pod and remove its container"
-			for _ in $(seq 60); do
-				[ -z "$("${crictl[@]}" ps -aq 2>/dev/null)$("${crictl[@]}" pods -q --state ready 2>/dev/null)" ] && break
-				sleep 1
-			done
-		fi
-		stop_pid "$kubelet_pid" 30
-	fi
-	for s in "${!SAVED_SYSCTL[@]}"; do
-		[ "$(cat "/proc/sys/$s")" = "${SAVED_SYSCTL[$s]}" ] || echo "${SAVED_SYSCTL[$s]}" >"/proc/sys/$s" ||
-			log "WARNING: could not restore $s to ${SAVED_SYSCTL[$s]}"
-	done
-	if [ -n "$daemon_pid" ]; then
-		if kill -0 "$daemon_pid" 2>/dev/null; then
-			# The kubelet's garbage collection removes a stopped sandbox only
-			# a minute later: remove it, and anything else left, over the CRI.
-			left=$("${crictl[@]}" pods -q 2>/dev/null)
-			if [ -n "$left" ]; then
-				log "removing sandboxes over the CRI: $left"
-				for p in $left; do "${crictl[@]}" stopp "$p" >/dev/null; "${crictl[@]}" rmp -f "$p" >/dev/null; done
-			fi
-		fi
-		stop_pid "$daemon_pid" 30
-	fi
-	# The kubelet bind-mounts its root dir on itself (to make it rshared);
-	# anything else mounted under the temp dir is a leak.
-	awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
-		[ "$m" = "$D/kubelet" ] || log "WARNING: unmounting leftover $m"
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
-	# The kubelet's cgroups (and crib's pod cgroups under them), deepest first.
-	for h in /sys/fs/cgroup/*/; do
-		[ -d "$h$CG" ] || continue
-		find "$h$CG" -depth -type d -exec rmdir {} + 2>/dev/null
-		[ -d "$h$CG" ] && log "WARNING: could not remove cgroup $h$CG: $(find "$h$CG" -name cgroup.procs -exec cat {} + 2>/dev/null | tr '\n' ' ')"
-	done
-	rm -f /var/log/containers/"${POD_FULL}"_default_*.log
-	[ $created_logdir = 1 ] && rmdir /var/log/containers 2>/dev/null
-	if [ $started_registry = 1 ]; then
-		"$CONF/images.sh" --stop >&2 || log "WARNING: images.sh --stop failed"
-	fi
-	if [ "${KEEP:-0}" = 1 ]; then
-		log "kept $D (daemon.log, kubelet.log)"
-	else
-		rm -rf --one-file-system "$D"
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # 1. The loopback registry with the test busybox image.
-if ! registry_up; then
-	log "starting the loopback registry (images.sh)"
-	started_registry=1
-	"$CONF/images.sh" >&2
-fi
+kl_start_registry
 
 # 2. A crib daemon on a temp root and state.
-log "building crib into $D"
-(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/" ./cmd/crib ./cmd/crib-monitor)
-CRIB_METRICS_PORT=$(free_port 20550)
-mkdir -p "$D/state" "$D/root" "$D/cni" "$D/manifests" "$D/kubelet" "$D/pod-logs" "$D/volume-plugins"
-printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' "$SOCK" "$SOCK" >"$D/crictl.yaml"
-cat >"$D/crib.toml" <<EOF
-root = "$D/root"
-state = "$D/state"
-socket = "$SOCK"
-log_level = "debug"
-cgroup_driver = "cgroupfs"
-cgroup_parent = "/$CG/crib"
+kl_start_crib
 
-[network]
-conf_dir = "$D/cni"
-name = "cribkl"
-bridge = "cribkl$$"
-subnet = "10.244.250.0/24"
-
-[registries."registry.k8s.io"]
-mirrors = ["http://$REGISTRY_ADDR"]
-
-[metrics]
-address = "127.0.0.1:$CRIB_METRICS_PORT"
-EOF
-setsid "$D/crib" daemon --config "$D/crib.toml" >"$D/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do
-	"${crictl[@]}" version >/dev/null 2>&1 && break
-	kill -0 "$daemon_pid" 2>/dev/null || die "crib daemon exited:$(printf '\n'; tail -20 "$D/daemon.log")"
-	sleep 0.2
-done
-"${crictl[@]}" version >/dev/null || die "crib daemon does not answer on $SOCK"
-log "crib daemon pid $daemon_pid on $SOCK"
-
-# 3. The kubelet's cgroup root, in every v1 hierarchy (cgroup v2: one).
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-	mkdir "/sys/fs/cgroup/$CG"
-else
-	for h in /sys/fs/cgroup/*/; do
-		[ -L "${h%/}" ] && continue
-		mountpoint -q "$h" || continue
-		mkdir "$h$CG"
-		if [ -f "${h}cpuset.cpus" ]; then
-			cat "${h}cpuset.cpus" >"$h$CG/cpuset.cpus"
-			cat "${h}cpuset.mems" >"$h$CG/cpuset.mems"
-		fi
-	done
-fi
-
-# 4. The standalone kubelet with a static pod.
-[ -d /var/log/containers ] || created_logdir=1
-for s in "${SYSCTLS[@]}"; do SAVED_SYSCTL[$s]=$(cat "/proc/sys/$s"); done
-PORT=$(free_port 20250)
-RO_PORT=$(free_port 20350)
-HEALTHZ_PORT=$(free_port 20450)
-cat >"$D/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: unix://$SOCK
-staticPodPath: $D/manifests
-fileCheckFrequency: 2s
-address: 127.0.0.1
-port: $PORT
-readOnlyPort: $RO_PORT
-healthzBindAddress: 127.0.0.1
-healthzPort: $HEALTHZ_PORT
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-cgroupDriver: cgroupfs
-cgroupRoot: /$CG
-cgroupsPerQOS: true
-enforceNodeAllocatable: ["pods"]
-failSwapOn: false
-failCgroupV1: false
-featureGates:
-  PodAndContainerStatsFromCRI: true
-makeIPTablesUtilChains: false
-podLogsDir: $D/pod-logs
-volumePluginDir: $D/volume-plugins
-evictionHard:
-  memory.available: "1Mi"
-  nodefs.available: "1%"
-  imagefs.available: "1%"
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-EOF
+# 3. The standalone kubelet with a static pod.
 cat >"$D/manifests/$POD.yaml" <<EOF
 apiVersion: v1
 kind: Pod
@@ -324,23 +80,15 @@ spec:
     # Some CPU every second, so usage is not zero.
     command: ["sh", "-c", "while true; do i=0; while [ \$i -lt 20000 ]; do i=\$((i+1)); done; sleep 1; done"]
 EOF
-log "starting the kubelet (ports $PORT, read-only $RO_PORT; log $D/kubelet.log)"
-setsid "$KUBELET" --config "$D/kubelet.yaml" --root-dir "$D/kubelet" --hostname-override "$NODE" --v=2 \
-	>"$D/kubelet.log" 2>&1 &
-kubelet_pid=$!
+kl_start_kubelet "  PodAndContainerStatsFromCRI: true"
 
-# 5. Wait for the pod's container to run.
+# 4. Wait for the pod's container to run.
 log "waiting for $POD_FULL to run"
-for i in $(seq 180); do
-	kill -0 "$kubelet_pid" 2>/dev/null || die "the kubelet exited:$(printf '\n'; grep -E '^[EF][0-9]{4}|error|fail' "$D/kubelet.log" | tail -25)"
-	[ -n "$("${crictl[@]}" ps -q --name "^$CTR\$" --state running 2>/dev/null)" ] && break
-	[ "$i" = 180 ] && die "no running container $CTR after 180s:$(printf '\n'; "${crictl[@]}" pods; "${crictl[@]}" ps -a; grep -E '^[EF][0-9]{4}' "$D/kubelet.log" | tail -25)"
-	sleep 1
-done
+kl_wait_running "$CTR" "$POD_FULL" >/dev/null
 "${crictl[@]}" pods --name "$POD_FULL" >&2
 "${crictl[@]}" ps --name "^$CTR\$" >&2
 
-# 6. The kubelet's stats, from crib through the CRI.
+# 5. The kubelet's stats, from crib through the CRI.
 RO=http://127.0.0.1:$RO_PORT
 check_summary() {
 	curl -fsS -m 10 "$RO/stats/summary" >"$D/summary.json" || return 1

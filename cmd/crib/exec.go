@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/crib-dev/crib/internal/agent/statusapi"
@@ -119,24 +118,9 @@ func execCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crib exec: %v\n", err)
 		return 1
 	}
-	endpoint := o.endpoint
-	if endpoint == "" {
-		cfg, err := loadConfig(fs, o.cfgPath, o.overrides)
-		if err != nil {
-			fmt.Fprintf(stderr, "crib exec: %v\n", err)
-			return 1
-		}
-		endpoint = cfg.Socket
-	}
-	if !strings.Contains(endpoint, "://") {
-		endpoint = "unix://" + endpoint
-	}
-	// The CRI client logs failed calls through klog; crib exec reports
-	// them itself.
-	klog.SetLogger(logr.Discard())
-	rt, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(30 * time.Second).Build(ctx)
+	rt, _, err := dialRuntime(ctx, fs, o.endpoint, o.cfgPath, o.overrides)
 	if err != nil {
-		fmt.Fprintf(stderr, "crib exec: connect to runtime %s: %v\n", endpoint, err)
+		fmt.Fprintf(stderr, "crib exec: %v\n", err)
 		return 1
 	}
 	code, err := runExec(ctx, rt, id, o.cmd, o.timeout, stdout, stderr)
@@ -156,6 +140,12 @@ func execTarget(ctx context.Context, pods podGetter, o execOptions) (string, err
 	if err != nil {
 		return "", err
 	}
+	return runningID(pod, name)
+}
+
+// runningID returns the runtime's ID of the pod's container name, which
+// must be running.
+func runningID(pod *corev1.Pod, name string) (string, error) {
 	cs, err := startedStatus(pod, name)
 	if err != nil {
 		return "", err

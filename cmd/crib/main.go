@@ -20,6 +20,7 @@ Usage:
   crib ps                    list the agent's containers
   crib logs [-f] POD         print a container's log of an agent's pod
   crib exec POD -- CMD...    run a command in a container of an agent's pod (no -it)
+  crib checkpoint POD        write a checkpoint archive of a container of an agent's pod
   crib image COMMAND         pull, ls, inspect, rm, save, load, prune images
   crib config default        print the default configuration
   crib config dump           print the effective configuration, and which file set each key
@@ -51,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return logsCmd(args[1:], stdout, stderr)
 	case "exec":
 		return execCmd(args[1:], stdout, stderr)
+	case "checkpoint":
+		return checkpointCmd(args[1:], stdout, stderr)
 	case "image":
 		return imageCmd(args[1:], stdout, stderr)
 	case "config":

@@ -95,7 +95,7 @@ func (a *Agent) keepRejected(ctx context.Context, rec podRecord, r *rejection) t
 	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
 		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress // a failed pod resizes nothing
 	})
-	a.showStatus(rec, pod, st, true)
+	a.showStatus(rec, pod, rec.runtime.Observed, st, true)
 	return 0
 }
 

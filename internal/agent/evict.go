@@ -79,6 +79,6 @@ func (a *Agent) keepEvicted(ctx context.Context, rec podRecord) time.Duration {
 	st.Phase = corev1.PodFailed
 	st.Reason = reasonEvicted
 	st.Message = msg
-	a.showStatus(rec, pod, st, true)
+	a.showStatus(rec, pod, rec.runtime.Observed, st, true)
 	return 0
 }

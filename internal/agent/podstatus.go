@@ -3,6 +3,7 @@ package agent
 import (
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,12 +96,12 @@ func statusOf(rec podRecord, pod *corev1.Pod, v runtimeView) corev1.PodStatus {
 // the table that it was shown. With metrics set it also observes what the
 // status implies: restarts, and the pod's start latency once all its
 // containers first run. A pod the table forgot meanwhile shows nothing.
-func (a *Agent) showStatus(rec podRecord, pod *corev1.Pod, st corev1.PodStatus, metrics bool) {
+func (a *Agent) showStatus(rec podRecord, pod *corev1.Pod, obs plan.Observed, st corev1.PodStatus, metrics bool) {
 	shown, ok := a.table.statusShown(rec.uid, rec.version, st, metrics)
 	if !ok {
 		return
 	}
-	a.setStatus(pod, st)
+	a.setStatus(pod, obs, st)
 	if !metrics {
 		return
 	}
@@ -120,15 +121,22 @@ func (a *Agent) showStatus(rec podRecord, pod *corev1.Pod, st corev1.PodStatus, 
 	}
 }
 
-// setStatus serves pod with st as its status, and with the block of host ids
-// it holds, if it holds one, in its labels.UserNamespace annotation.
-func (a *Agent) setStatus(pod *corev1.Pod, st corev1.PodStatus) {
-	if r, ok := a.userns.Get(string(pod.UID)); ok {
+// setStatus serves pod with st as its status, with the block of host ids
+// it holds, if it holds one, in its labels.UserNamespace annotation, and
+// the containers obs shows restored from a checkpoint in labels.Restored.
+func (a *Agent) setStatus(pod *corev1.Pod, obs plan.Observed, st corev1.PodStatus) {
+	annotate := func(k, v string) {
 		pod = pod.DeepCopy()
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[labels.UserNamespace] = r.String()
+		pod.Annotations[k] = v
+	}
+	if r, ok := a.userns.Get(string(pod.UID)); ok {
+		annotate(labels.UserNamespace, r.String())
+	}
+	if names := podstatus.Restored(pod, obs); len(names) > 0 {
+		annotate(labels.Restored, strings.Join(names, ","))
 	}
 	a.store.Set(pod, st)
 }

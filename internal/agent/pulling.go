@@ -71,5 +71,5 @@ func (a *Agent) showPulling(pod *corev1.Pod, container, msg string) {
 	}
 	v := a.view(pod, obs)
 	v.Waiting = map[string]podstatus.Waiting{container: {Reason: podstatus.ReasonContainerCreating, Message: msg}}
-	a.showStatus(rec, pod, statusOf(rec, pod, v), false)
+	a.showStatus(rec, pod, obs, statusOf(rec, pod, v), false)
 }

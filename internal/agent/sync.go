@@ -88,7 +88,7 @@ func (a *Agent) runPod(ctx context.Context, rec podRecord, data kuberuntime.Data
 	a.syncProbes(run, obs)
 	v := a.view(pod, obs)
 	v.SandboxError = res.SandboxError
-	a.showStatus(rec, pod, statusOf(rec, pod, v), true)
+	a.showStatus(rec, pod, obs, statusOf(rec, pod, v), true)
 	return a.requeueAfter(res.Err)
 }
 

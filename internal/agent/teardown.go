@@ -20,7 +20,7 @@ func (a *Agent) terminate(ctx context.Context, rec podRecord) time.Duration {
 		terminating := podstatus.MarkTerminating(last, a.cfg.Clock.Now())
 		v := a.view(terminating, rec.runtime.Observed)
 		v.Terminating = true
-		a.showStatus(rec, terminating, statusOf(rec, terminating, v), false)
+		a.showStatus(rec, terminating, rec.runtime.Observed, statusOf(rec, terminating, v), false)
 	}
 	if err := a.rt.TerminatePod(ctx, last, rec.runtime); err != nil {
 		a.log.Warn("terminate pod", "uid", uid, "err", err)

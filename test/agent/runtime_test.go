@@ -38,6 +38,13 @@ type runtimeEnv struct {
 // the endpoint EndpointEnv names and pulls busybox there.
 func newRuntimeEnv(t *testing.T) *runtimeEnv {
 	t.Helper()
+	return newRuntimeEnvConfig(t, "")
+}
+
+// newRuntimeEnvConfig is newRuntimeEnv with extra, tables added to the crib
+// daemon's configuration.
+func newRuntimeEnvConfig(t *testing.T, extra string) *runtimeEnv {
+	t.Helper()
 	testutil.RequiresRoot(t)
 	e := &runtimeEnv{}
 	if ep := os.Getenv(EndpointEnv); ep != "" {
@@ -48,7 +55,7 @@ func newRuntimeEnv(t *testing.T) *runtimeEnv {
 		e.image = testutil.RegistryBusyboxRef
 	} else {
 		img := testutil.Busybox(t)
-		e.daemon = testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info"})
+		e.daemon = testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info", ExtraConfig: extra})
 		e.endpoint = "unix://" + e.daemon.Socket
 		e.image = img.Ref
 	}

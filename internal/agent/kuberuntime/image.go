@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,26 @@ var errWaiting = errors.New("container is waiting")
 // ensureImage makes the container's image present as its pull policy says
 // and returns the runtime's record of it.
 func (m *Manager) ensureImage(ctx context.Context, env startEnv, c *corev1.Container) (*runtimeapi.Image, error) {
+	if IsCheckpointArchive(c.Image) {
+		// Nothing to pull or look up: the runtime restores the container
+		// from the archive at CreateContainer, as CRI-O and crib take one,
+		// and says there what is wrong with it. The image's user is not
+		// known, so runAsNonRoot cannot be verified for such a container.
+		m.cfg.Recorder.Event(env.pod, corev1.EventTypeNormal, "Pulled",
+			fmt.Sprintf("Container image %q is a checkpoint archive: the runtime restores the container from it", c.Image))
+		return &runtimeapi.Image{Id: c.Image}, nil
+	}
 	return m.ensure(ctx, env, c.Name, c.Image, c.ImagePullPolicy)
+}
+
+// IsCheckpointArchive reports whether image names a checkpoint archive
+// rather than an image: an absolute path of a .tar, as CRI-O (and crib's
+// runtime) take one at CreateContainer. No image reference starts with a
+// slash, so the two never meet; whether the file is an archive is for the
+// runtime to say. The kubelet cannot do this (its reference parser refuses
+// a path before the CRI is asked); the agent does it on purpose.
+func IsCheckpointArchive(image string) bool {
+	return strings.HasPrefix(image, "/") && strings.HasSuffix(image, ".tar")
 }
 
 // ensureImageVolumes makes the image of every image volume the container

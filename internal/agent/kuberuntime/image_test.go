@@ -214,3 +214,52 @@ func TestImageVolumeNeverPulled(t *testing.T) {
 		t.Errorf("%d pulls, %d creates; want none", e.pulls(), e.creates())
 	}
 }
+
+// A container whose image is a checkpoint archive (an absolute .tar path)
+// is created with that path as its image, whatever its pull policy:
+// nothing is pulled or looked up, the runtime restores from the archive.
+func TestImageCheckpointArchiveNotPulled(t *testing.T) {
+	for _, policy := range []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever} {
+		t.Run(string(policy), func(t *testing.T) {
+			e := newEnv(t)
+			e.img.SetFakeImages(nil)
+			const archive = "/var/lib/crib/checkpoints/checkpoint-web_default-app-2026-01-01T00:00:00Z.tar"
+			pod := testPod(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Image = archive
+				p.Spec.Containers[0].ImagePullPolicy = policy
+			})
+			if res := e.sync(pod); res.Err != nil {
+				t.Fatalf("SyncPod: %v", res.Err)
+			}
+			e.img.Lock()
+			calls := append([]string(nil), e.img.Called...)
+			e.img.Unlock()
+			if n := countCalls(calls, "PullImage") + countCalls(calls, "ImageStatus"); n != 0 {
+				t.Errorf("image calls for an archive: %v, want none", calls)
+			}
+			cfg := e.rt.lastCreated()
+			if cfg == nil {
+				t.Fatal("no container created")
+			}
+			if got := cfg.GetImage().GetImage(); got != archive {
+				t.Errorf("created with image %q, want the archive %q", got, archive)
+			}
+		})
+	}
+}
+
+func TestIsCheckpointArchive(t *testing.T) {
+	for in, want := range map[string]bool{
+		"/var/lib/kubelet/checkpoints/checkpoint-a_b-c-2026-01-01T00:00:00Z.tar": true,
+		"/x.tar":               true,
+		"x.tar":                false, // relative: no path the runtime could open
+		"registry/x.tar":       false,
+		"/var/lib/x.tar.gz":    false,
+		"busybox:1.36":         false,
+		"localhost:5000/a/tar": false,
+	} {
+		if got := IsCheckpointArchive(in); got != want {
+			t.Errorf("IsCheckpointArchive(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

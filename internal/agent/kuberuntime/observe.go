@@ -204,6 +204,12 @@ func (m *Manager) container(ctx context.Context, c *runtimeapi.Container, last *
 	if oc.Image == "" {
 		oc.Image = st.GetImage().GetImage()
 	}
+	if c.Annotations[labels.RuntimeRestored] == "true" {
+		oc.RestoredFrom = c.Annotations[labels.RuntimeCheckpointImage]
+		if oc.RestoredFrom == "" {
+			oc.RestoredFrom = "(unknown)"
+		}
+	}
 	if st.StartedAt > 0 {
 		oc.StartedAt = time.Unix(0, st.StartedAt)
 	}

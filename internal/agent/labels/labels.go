@@ -62,6 +62,20 @@ const (
 	// holds, "FIRST+LENGTH" (ids 0 to LENGTH-1 inside are FIRST on); pods
 	// with the host's users have none.
 	UserNamespace = "io.crib.agent.userns"
+	// Restored names the containers the runtime restored from a checkpoint
+	// archive, comma-separated, in the pod's order: those whose newest
+	// instance carries RuntimeRestored.
+	Restored = "io.crib.agent.restored"
+)
+
+// Annotations a runtime puts on a container it restored from a checkpoint
+// (containerd's names; crib's runtime gives the same).
+const (
+	// RuntimeRestored is "true" on a restored container.
+	RuntimeRestored = "restored"
+	// RuntimeCheckpointImage is the archive (or checkpoint image) it was
+	// restored from.
+	RuntimeCheckpointImage = "checkpointImage"
 )
 
 // Container types, the values of ContainerType.

@@ -64,16 +64,19 @@ type Container struct {
 	ResizeHash string
 	// Resources is what the runtime reports the container runs with now,
 	// nil when it reports nothing.
-	Resources  *Resources
-	Attempt    uint32 // the CRI metadata attempt, which is the restart count
-	ExitCode   int32
-	Reason     string // the runtime's reason, e.g. "OOMKilled", "Completed", "Error"
-	Message    string
-	Image      string // the image as the manifest names it
-	ImageRef   string // the image id the runtime resolved
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
+	Resources *Resources
+	Attempt   uint32 // the CRI metadata attempt, which is the restart count
+	ExitCode  int32
+	Reason    string // the runtime's reason, e.g. "OOMKilled", "Completed", "Error"
+	Message   string
+	Image     string // the image as the manifest names it
+	ImageRef  string // the image id the runtime resolved
+	// RestoredFrom is the checkpoint the runtime restored the container
+	// from (labels.RuntimeCheckpointImage), empty when it was not.
+	RestoredFrom string
+	CreatedAt    time.Time
+	StartedAt    time.Time
+	FinishedAt   time.Time
 	// GracePeriod is the pod's termination grace period when the container
 	// was made (labels.TerminationGracePeriod), nil if it has none: what
 	// stopping it allows when the pod's manifest is gone.

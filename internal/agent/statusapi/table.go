@@ -3,6 +3,7 @@ package statusapi
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -214,8 +215,12 @@ func WriteContainers(w io.Writer, pods *corev1.PodList, now time.Time) error {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		all := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+		restored := strings.Split(p.Annotations[labels.Restored], ",")
 		for _, cs := range all {
 			state, since := containerState(&cs)
+			if slices.Contains(restored, cs.Name) {
+				state += " (restored)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", ShortID(cs.ContainerID), cs.Name, p.Name,
 				state, cs.RestartCount, since(now), cs.Image)
 		}

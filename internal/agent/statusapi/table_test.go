@@ -150,13 +150,15 @@ func TestWriteContainers(t *testing.T) {
 	now := t0.Add(time.Hour)
 	pods := tablePods(now)
 	pods.Items = pods.Items[:4]
+	// The agent names restored containers in an annotation of the pod.
+	pods.Items[0].Annotations = map[string]string{labels.Restored: "side"}
 	var buf bytes.Buffer
 	if err := WriteContainers(&buf, pods, now); err != nil {
 		t.Fatal(err)
 	}
 	want := `CONTAINER   NAME   POD       STATE                      RESTARTS   AGE   IMAGE
 app-0       app    web       Running                    0          58m   img-app
-side-0      side   web       Running                    0          58m   img-side
+side-0      side   web       Running (restored)         0          58m   img-side
 app-4       app    crash     Waiting:CrashLoopBackOff   4          -     img-app
 -           app    pull      Waiting:ErrImagePull       0          -     nginx:app
 i1-0        i1     initing   Exited(0):Completed        0          58m   img-i1
