@@ -78,8 +78,12 @@ func containerOf(c container.Container, spec *specs.Spec) *nri.Container {
 		if p.OOMScoreAdj != nil {
 			ctr.Linux.OomScoreAdj = nri.Int(*p.OOMScoreAdj)
 		}
-		ctr.Linux.IoPriority = nri.FromOCILinuxIOPriority(p.IOPriority)
-		ctr.Linux.Scheduler = api.FromOCILinuxScheduler(p.Scheduler)
+		if p.IOPriority != nil {
+			ctr.Linux.IoPriority = nri.FromOCILinuxIOPriority(p.IOPriority)
+		}
+		if p.Scheduler != nil {
+			ctr.Linux.Scheduler = api.FromOCILinuxScheduler(p.Scheduler)
+		}
 	}
 	ctr.Mounts = nri.FromOCIMounts(spec.Mounts)
 	ctr.Hooks = nri.FromOCIHooks(spec.Hooks)
@@ -89,7 +93,9 @@ func containerOf(c container.Container, spec *specs.Spec) *nri.Container {
 		ctr.Linux.Resources = nri.FromOCILinuxResources(l.Resources, nil)
 		ctr.Linux.CgroupsPath = l.CgroupsPath
 		ctr.Linux.Sysctl = maps.Clone(l.Sysctl)
-		ctr.Linux.SeccompPolicy = api.FromOCILinuxSeccomp(l.Seccomp)
+		if l.Seccomp != nil {
+			ctr.Linux.SeccompPolicy = api.FromOCILinuxSeccomp(l.Seccomp)
+		}
 	}
 	return ctr
 }
