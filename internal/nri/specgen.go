@@ -110,7 +110,8 @@ func (g specGen) AddPostStopHook(h specs.Hook)  { g.hooks().Poststop = append(g.
 // AddPreStartHook adds a prestart hook, which the OCI spec deprecates but
 // runc still runs (NRI's own generator adds createRuntime hooks too).
 func (g specGen) AddPreStartHook(h specs.Hook) {
-	g.hooks().Prestart = append(g.hooks().Prestart, h) //nolint:staticcheck // NRI's Hooks still carry prestart
+	//lint:ignore SA1019 NRI's Hooks still carry prestart, which runc runs.
+	g.hooks().Prestart = append(g.hooks().Prestart, h)
 }
 
 func (g specGen) AddProcessEnv(name, value string) {
