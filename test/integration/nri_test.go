@@ -374,3 +374,70 @@ func TestNRIPlugins(t *testing.T) {
 		}
 	}
 }
+
+// nriBlocker holds every CreateContainer until its context ends, telling
+// held of each.
+type nriBlocker struct{ held chan string }
+
+func (p *nriBlocker) CreateContainer(ctx context.Context, _ *api.PodSandbox, c *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	select {
+	case p.held <- c.GetId():
+	default:
+	}
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
+}
+
+// A daemon killed with SIGKILL while a plugin holds its CreateContainer
+// leaves nothing of the container once restarted (the leak check at the
+// end covers mounts, cgroups and processes too), and plugins connect to
+// the new daemon on the same socket and get its pods in their sync.
+func TestNRIKillDuringRequest(t *testing.T) {
+	testutil.RequiresRoot(t)
+	t.Parallel()
+	img := testutil.Busybox(t)
+	d := testutil.StartDaemon(t, testutil.Options{
+		Image:       &img,
+		ExtraConfig: "[nri]\nplugin_request_timeout = \"60s\"\n",
+	})
+	e := &env{t: t, d: d, img: img}
+	blocker := &nriBlocker{held: make(chan string, 1)}
+	startPlugin(t, d, blocker, "10", "blocker")
+
+	pod := e.podConfig("nri-kill")
+	podID := e.runPod(pod)
+	go func() {
+		// Its answer is the daemon's death.
+		_, _ = e.rt().CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: e.ctrConfig("held", "sleep", "3600"), SandboxConfig: pod})
+	}()
+	var held string
+	select {
+	case held = <-blocker.held:
+	case <-time.After(testutil.Patience(30 * time.Second)):
+		t.Fatal("the plugin never got the CreateContainer")
+	}
+	d.Kill9(t)
+	d.Restart(t)
+
+	if ids := listContainers(t, e); len(ids) != 0 {
+		t.Errorf("containers after the restart: %v, want none (the held creation rolled back)", ids)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root, "containers", held)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bundle of the held container %s after the restart: %v, want none", held, err)
+	}
+
+	// A plugin connects to the new daemon and sees the pod; containers
+	// are made with it.
+	logger := &nriLogger{}
+	startPlugin(t, d, logger, "10", "logger")
+	eventually(t, 10*time.Second, "the new plugin's sync", func() bool {
+		logger.mu.Lock()
+		defer logger.mu.Unlock()
+		return slices.Contains(logger.synced, "pod nri-kill")
+	})
+	id := e.run(podID, pod, e.ctrConfig("after", "sleep", "3600"))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	if !slices.Contains(logger.seen(), "CreateContainer after") {
+		t.Errorf("the new plugin's events %q lack CreateContainer after", logger.seen())
+	}
+}
