@@ -197,7 +197,7 @@ func TestNRIPlugins(t *testing.T) {
 	img := testutil.Busybox(t)
 	d := testutil.StartDaemon(t, testutil.Options{
 		Image:       &img,
-		ExtraConfig: "[nri]\nplugin_request_timeout = \"1s\"\n",
+		ExtraConfig: "[nri]\nplugin_request_timeout = \"1s\"\n" + testutil.MetricsConfig,
 	})
 	e := &env{t: t, d: d, img: img}
 	shared := t.TempDir()
@@ -350,6 +350,32 @@ func TestNRIPlugins(t *testing.T) {
 	inOrder("CreateContainer done", "StartContainer done", "StopContainer done", "RemoveContainer done", "RemovePodSandbox nri")
 	if n := strings.Count(strings.Join(got, "\n"), "StopContainer inject"); n != 1 {
 		t.Errorf("StopContainer inject told %d times, want once: %q", n, got)
+	}
+
+	// NRI's metrics: plugins connected, requests by plugin and event, and
+	// the refusal.
+	fams := testutil.Scrape(t, d.MetricsURL(t))
+	if f := fams["crib_nri_plugins"]; f == nil || f.GetMetric()[0].GetGauge().GetValue() < 5 {
+		t.Errorf("crib_nri_plugins: %v, want at least 5", f)
+	}
+	found := map[string]bool{}
+	for _, m := range fams["crib_nri_requests_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		found[labels["plugin"]+" "+labels["event"]] = true
+	}
+	for _, want := range []string{"10-logger CreateContainer", "10-logger StopPodSandbox", "20-injector CreateContainer"} {
+		if !found[want] {
+			t.Errorf("crib_nri_requests_total lacks %q: %v", want, found)
+		}
+	}
+	if f := fams["crib_nri_request_duration_seconds"]; f == nil {
+		t.Errorf("no crib_nri_request_duration_seconds")
+	}
+	if f := fams["crib_nri_refused_total"]; f == nil || f.GetMetric()[0].GetCounter().GetValue() < 1 {
+		t.Errorf("crib_nri_refused_total: %v, want the validator's refusal", f)
 	}
 
 	// A plugin that hangs, then one that crashes mid-request: each costs
