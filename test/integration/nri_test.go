@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,9 +196,11 @@ func TestNRIPlugins(t *testing.T) {
 	testutil.RequiresRoot(t)
 	t.Parallel()
 	img := testutil.Busybox(t)
+	pluginDir, confDir := buildPreinstalled(t)
 	d := testutil.StartDaemon(t, testutil.Options{
-		Image:       &img,
-		ExtraConfig: "[nri]\nplugin_request_timeout = \"1s\"\n" + testutil.MetricsConfig,
+		Image: &img,
+		ExtraConfig: fmt.Sprintf("[nri]\nplugin_request_timeout = \"1s\"\nplugin_path = %q\nplugin_config_path = %q\n", pluginDir, confDir) +
+			testutil.MetricsConfig,
 	})
 	e := &env{t: t, d: d, img: img}
 	shared := t.TempDir()
@@ -249,6 +252,23 @@ func TestNRIPlugins(t *testing.T) {
 	}
 	if r := e.exec(id, "sh", "-c", "ulimit -n"); strings.TrimSpace(string(r.Stdout)) != "1234" {
 		t.Errorf("ulimit -n in the container: %q %q, want 1234", r.Stdout, r.Stderr)
+	}
+	// The pre-installed plugin, started with the daemon with its
+	// configuration from plugin_config_path.
+	if r := e.exec(id, "sh", "-c", "echo $NRI_PREINSTALLED"); strings.TrimSpace(string(r.Stdout)) != "configured" {
+		t.Errorf("$NRI_PREINSTALLED in the container: %q %q, want configured", r.Stdout, r.Stderr)
+	}
+
+	// The CRI's own updates reach the plugins: a container's and the pod's.
+	if _, err := e.rt().UpdateContainerResources(e.ctx(), &runtimeapi.UpdateContainerResourcesRequest{
+		ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{CpuShares: 512, MemoryLimitInBytes: 128 << 20},
+	}); err != nil {
+		t.Fatalf("UpdateContainerResources: %v", err)
+	}
+	if _, err := e.rt().UpdatePodSandboxResources(e.ctx(), &runtimeapi.UpdatePodSandboxResourcesRequest{
+		PodSandboxId: podID, Resources: &runtimeapi.LinuxContainerResources{CpuShares: 1024, MemoryLimitInBytes: 256 << 20},
+	}); err != nil {
+		t.Fatalf("UpdatePodSandboxResources: %v", err)
 	}
 
 	// An update nobody asked for: CPU and memory of the running container.
@@ -347,6 +367,8 @@ func TestNRIPlugins(t *testing.T) {
 	}
 	inOrder("RunPodSandbox nri", "CreateContainer inject", "PostCreateContainer inject", "StartContainer inject",
 		"PostStartContainer(pid>0=true) inject", "StopContainer inject", "StopPodSandbox nri", "RemoveContainer inject", "RemovePodSandbox nri")
+	inOrder("PostStartContainer(pid>0=true) inject", "UpdateContainer inject", "PostUpdateContainer inject",
+		"UpdatePodSandbox nri", "PostUpdatePodSandbox nri", "StopPodSandbox nri")
 	inOrder("CreateContainer done", "StartContainer done", "StopContainer done", "RemoveContainer done", "RemovePodSandbox nri")
 	if n := strings.Count(strings.Join(got, "\n"), "StopContainer inject"); n != 1 {
 		t.Errorf("StopContainer inject told %d times, want once: %q", n, got)
@@ -466,4 +488,26 @@ func TestNRIKillDuringRequest(t *testing.T) {
 	if !slices.Contains(logger.seen(), "CreateContainer after") {
 		t.Errorf("the new plugin's events %q lack CreateContainer after", logger.seen())
 	}
+}
+
+// buildPreinstalled builds test/nri/plugins/marker as the pre-installed
+// plugin 05-marker, configured by 05-marker.conf, and returns the plugin
+// and configuration directories.
+func buildPreinstalled(t *testing.T) (string, string) {
+	t.Helper()
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, conf := t.TempDir(), t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(plugins, "05-marker"), "./test/nri/plugins/marker")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the marker plugin: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(conf, "05-marker.conf"), []byte("configured\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return plugins, conf
 }
