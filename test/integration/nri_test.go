@@ -137,6 +137,19 @@ func (nriRefuser) ValidateContainerAdjustment(_ context.Context, req *api.Valida
 	return nil
 }
 
+// nriConflict sets the memory limit of the containers of pods annotated
+// nri.test/conflict: two of them conflict.
+type nriConflict struct{ limit int64 }
+
+func (c nriConflict) CreateContainer(_ context.Context, p *api.PodSandbox, _ *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	if p.GetAnnotations()["nri.test/conflict"] == "" {
+		return nil, nil, nil
+	}
+	a := &api.ContainerAdjustment{}
+	a.SetLinuxMemoryLimit(c.limit)
+	return a, nil, nil
+}
+
 // nriHang hangs on containers of pods annotated nri.test/hang, and
 // crashes (drops its connection mid-request) on those annotated
 // nri.test/crash.
@@ -329,6 +342,21 @@ func TestNRIPlugins(t *testing.T) {
 		t.Errorf("containers %v after the refused create, want %v", after, before)
 	}
 
+	// Two plugins setting one container's memory limit conflict: NRI
+	// refuses the creation, naming both.
+	startPlugin(t, d, nriConflict{limit: 64 << 20}, "70", "conflict-a")
+	startPlugin(t, d, nriConflict{limit: 80 << 20}, "71", "conflict-b")
+	conflicting := e.podConfig("nri-conflict")
+	conflicting.Annotations = map[string]string{"nri.test/conflict": "yes"}
+	conflictID := e.runPod(conflicting)
+	_, err = e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: conflictID, Config: e.ctrConfig("conflicted", "sleep", "60"), SandboxConfig: conflicting})
+	if err == nil || !strings.Contains(err.Error(), "conflict-a") || !strings.Contains(err.Error(), "conflict-b") {
+		t.Errorf("CreateContainer with conflicting adjustments: %v, want a refusal naming both plugins", err)
+	}
+	if after := listContainers(t, e); len(after) != len(before) {
+		t.Errorf("containers %v after the conflicting create, want %v", after, before)
+	}
+
 	// A plugin connecting now is synchronised with every pod and container.
 	late := &nriLogger{}
 	startPlugin(t, d, late, "50", "late")
@@ -339,7 +367,7 @@ func TestNRIPlugins(t *testing.T) {
 		synced = slices.Clone(late.synced)
 		return len(synced) >= 4
 	})
-	for _, want := range []string{"pod nri", "pod nri-refused", "container inject CONTAINER_RUNNING", "container done CONTAINER_STOPPED"} {
+	for _, want := range []string{"pod nri", "pod nri-refused", "pod nri-conflict", "container inject CONTAINER_RUNNING", "container done CONTAINER_STOPPED"} {
 		if !slices.Contains(synced, want) {
 			t.Errorf("the late plugin's sync %v lacks %q", synced, want)
 		}
