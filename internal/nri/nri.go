@@ -45,19 +45,12 @@ type Containers interface {
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 }
 
-// Events records a refusal or failure against the pod it concerns, where
-// `crib pods` and the events stream show it; nil records none.
-type Events interface {
-	Warn(sandboxID, containerID, reason, message string)
-}
-
 // Options are the NRI's collaborators beyond its configuration.
 type Options struct {
 	Version string
 	Log     *slog.Logger
 	CDI     *cdi.Registry
 	Metrics *Metrics
-	Events  Events
 }
 
 // NRI is one daemon's NRI adaptation.
@@ -354,7 +347,8 @@ func (n *NRI) describe(c container.Container) (*nri.PodSandbox, *nri.Container) 
 }
 
 // refused is err, a plugin's refusal or failure of op, as the operation's
-// error, recorded against the pod.
+// error: the CRI caller (the agent: the container's waiting message) shows
+// it.
 func (n *NRI) refused(sandboxID, containerID, op string, err error) error {
 	n.opts.Metrics.Refused(op)
 	err = fmt.Errorf("nri: %s refused by plugin: %w", op, err)
@@ -366,8 +360,5 @@ func (n *NRI) refused(sandboxID, containerID, op string, err error) error {
 }
 
 func (n *NRI) warn(sandboxID, containerID, reason string, err error) {
-	n.log.Warn(err.Error(), "sandbox", sandboxID, "container", containerID)
-	if n.opts.Events != nil {
-		n.opts.Events.Warn(sandboxID, containerID, reason, err.Error())
-	}
+	n.log.Warn(err.Error(), "sandbox", sandboxID, "container", containerID, "reason", reason)
 }
