@@ -51,6 +51,10 @@ func loadConfig(fs *flag.FlagSet, path string, overrides map[string]*string) (co
 	if _, inFile := l.Sources["socket"]; !set["socket"] && !inFile && cfg.State != config.Default().State {
 		cfg.Socket = cfg.State + "/crib.sock"
 	}
+	// So does NRI's, so that such a daemon never takes over the host's.
+	if _, inFile := l.Sources["nri.socket_path"]; !inFile && cfg.State != config.Default().State {
+		cfg.NRI.SocketPath = cfg.State + "/nri.sock"
+	}
 	return *cfg, l.Validate()
 }
 

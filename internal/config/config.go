@@ -74,6 +74,10 @@ type Config struct {
 	// Checkpoint configures container checkpoints (CRIU).
 	Checkpoint Checkpoint `toml:"checkpoint"`
 
+	// NRI configures Node Resource Interface plugins, with containerd's
+	// key names.
+	NRI NRI `toml:"nri"`
+
 	// Agent configures the node agent (`crib agent`, `crib run`).
 	Agent Agent `toml:"agent"`
 }
@@ -121,6 +125,45 @@ type CDI struct {
 	// more than one is taken from the later directory. Empty, no CDI
 	// device can be resolved.
 	SpecDirs []string `toml:"spec_dirs"`
+}
+
+// NRI configures the Node Resource Interface (github.com/containerd/nri):
+// plugins that see every pod and container event and adjust containers.
+type NRI struct {
+	// Enable turns NRI on; on by default, as in containerd 2 and CRI-O.
+	Enable bool `toml:"enable"`
+	// SocketPath is where external plugins connect. A daemon whose state
+	// dir is not the default and whose files name no socket_path gets
+	// <state>/nri.sock, so that test daemons never share the host's.
+	SocketPath string `toml:"socket_path"`
+	// PluginPath holds pre-installed plugins (NN-name executables),
+	// started with the daemon; PluginConfigPath their NN-name.conf or
+	// name.conf configuration.
+	PluginPath       string `toml:"plugin_path"`
+	PluginConfigPath string `toml:"plugin_config_path"`
+	// PluginRegistrationTimeout bounds a plugin's registration and
+	// PluginRequestTimeout each request to it ("5s", "2s").
+	PluginRegistrationTimeout time.Duration `toml:"plugin_registration_timeout"`
+	PluginRequestTimeout      time.Duration `toml:"plugin_request_timeout"`
+	// DisableConnections refuses external plugins: only pre-installed
+	// ones run.
+	DisableConnections bool `toml:"disable_connections"`
+	// DefaultValidator is NRI's built-in validator of adjustments.
+	DefaultValidator NRIValidator `toml:"default_validator"`
+}
+
+// NRIValidator is the configuration of NRI's default validator, with
+// its keys.
+type NRIValidator struct {
+	Enable                                bool     `toml:"enable"`
+	RejectOCIHookAdjustment               bool     `toml:"reject_oci_hook_adjustment"`
+	RejectRuntimeDefaultSeccompAdjustment bool     `toml:"reject_runtime_default_seccomp_adjustment"`
+	RejectUnconfinedSeccompAdjustment     bool     `toml:"reject_unconfined_seccomp_adjustment"`
+	RejectCustomSeccompAdjustment         bool     `toml:"reject_custom_seccomp_adjustment"`
+	RejectNamespaceAdjustment             bool     `toml:"reject_namespace_adjustment"`
+	RejectSysctlAdjustment                bool     `toml:"reject_sysctl_adjustment"`
+	RequiredPlugins                       []string `toml:"required_plugins"`
+	TolerateMissingPluginsAnnotation      string   `toml:"tolerate_missing_plugins_annotation"`
 }
 
 // Checkpoint configures CheckpointContainer.
@@ -227,6 +270,14 @@ func Default() Config {
 		},
 		Streaming: Streaming{Address: "127.0.0.1:0"},
 		CDI:       CDI{SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
+		NRI: NRI{
+			Enable:                    true,
+			SocketPath:                "/var/run/nri/nri.sock",
+			PluginPath:                "/opt/nri/plugins",
+			PluginConfigPath:          "/etc/nri/conf.d",
+			PluginRegistrationTimeout: 5 * time.Second,
+			PluginRequestTimeout:      2 * time.Second,
+		},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -101,6 +102,21 @@ func (c Config) Validate() error {
 			bad(fmt.Errorf("entry %d, %q, is not an absolute path", i, dir), "cdi", "spec_dirs")
 		case slices.Contains(c.CDI.SpecDirs[:i], dir):
 			bad(fmt.Errorf("entry %d, %q, is listed twice", i, dir), "cdi", "spec_dirs")
+		}
+	}
+	for _, p := range []struct{ key, path string }{
+		{"socket_path", c.NRI.SocketPath}, {"plugin_path", c.NRI.PluginPath}, {"plugin_config_path", c.NRI.PluginConfigPath},
+	} {
+		if !filepath.IsAbs(p.path) {
+			bad(fmt.Errorf("%q is not an absolute path", p.path), "nri", p.key)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"plugin_registration_timeout", c.NRI.PluginRegistrationTimeout}, {"plugin_request_timeout", c.NRI.PluginRequestTimeout}} {
+		if d.v <= 0 {
+			bad(fmt.Errorf("%s is not positive", d.v), "nri", d.key)
 		}
 	}
 	if p := c.Checkpoint.CriuPath; p != "" {

@@ -127,6 +127,9 @@ type Config struct {
 	Tracer Tracer
 	// CDI resolves the CDI devices containers ask for; nil resolves none.
 	CDI *cdi.Registry
+	// Plugins are told of each container's lifecycle and may adjust it
+	// (NRI); nil is none.
+	Plugins Plugins
 	// Criu and CriuNoBreakpoints are how the runtime runs CRIU to restore
 	// a container from a checkpoint archive (ociruntime.CriuEnv).
 	Criu              string

@@ -119,6 +119,11 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
 		return err
 	}
+	if m.cfg.Plugins != nil {
+		// Until the container is listed, a plugin that connects waits
+		// for its sync: it then sees the container, or its creation.
+		defer m.cfg.Plugins.BlockSync()()
+	}
 	c := &Container{
 		ID:             id,
 		SandboxID:      sb.ID,
@@ -216,12 +221,25 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return fmt.Errorf("build OCI spec: %w", err)
 	}
 	spec.Root.Path = rootfs
-	c.User = spec.Process.User
-	c.CgroupsPath = spec.Linux.CgroupsPath
-	// The CDI edits come last: device nodes take the process's user.
+	// The CDI edits come after the spec is built: device nodes take the
+	// process's user.
 	if err := devices.Apply(spec); err != nil {
 		return err
 	}
+	if m.cfg.Plugins != nil {
+		c.CgroupsPath = spec.Linux.CgroupsPath
+		// The plugins see the spec whole and adjust it last, as under
+		// containerd; once told, they are told of the undoing too.
+		if err := m.cfg.Plugins.CreateContainer(ctx, sb, *c, spec); err != nil {
+			return err
+		}
+		rollback.Push("plugins' view of the container", func(ctx context.Context) error {
+			m.cfg.Plugins.RemoveContainer(ctx, *c)
+			return nil
+		})
+	}
+	c.User = spec.Process.User
+	c.CgroupsPath = spec.Linux.CgroupsPath
 	if err := writeSpec(m.bundle(id), spec); err != nil {
 		return err
 	}
@@ -254,6 +272,9 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	m.publish(lifecycle.Created, c)
 	m.mu.Unlock()
 	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())
+	if m.cfg.Plugins != nil {
+		m.cfg.Plugins.PostCreateContainer(ctx, *c)
+	}
 	return nil
 }
 

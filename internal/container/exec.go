@@ -79,6 +79,21 @@ func (m *Manager) readSpec(id string) (*specs.Spec, error) {
 // record, which the kubelet, comparing status with what it asked for,
 // sends again.
 func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
+	return m.updateResources(ctx, id, res, m.cfg.Plugins)
+}
+
+// UpdateResourcesFromPlugin is UpdateResources of what a plugin asked for:
+// the plugins are not told of it again.
+func (m *Manager) UpdateResourcesFromPlugin(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources) error {
+	return m.updateResources(ctx, id, res, nil)
+}
+
+// Spec is the container's OCI spec as its bundle has it.
+func (m *Manager) Spec(id string) (*specs.Spec, error) { return m.readSpec(id) }
+
+// updateResources is UpdateResources; plugins, when set, may change res
+// first and are told once it is in force.
+func (m *Manager) updateResources(ctx context.Context, id string, res *runtimeapi.LinuxContainerResources, plugins Plugins) error {
 	e, c, err := m.locked(id)
 	if err != nil {
 		return err
@@ -93,6 +108,11 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 	}
 	if res == nil {
 		return nil
+	}
+	if plugins != nil {
+		if res, err = plugins.UpdateContainer(ctx, c, res); err != nil {
+			return fmt.Errorf("update container %s: %w", c.ID, err)
+		}
 	}
 	undo, err := m.applyResources(ctx, e, rt, c, ocispec.UpdateResources(res, m.cfg.Hugetlb))
 	if err != nil {
@@ -114,6 +134,10 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, res *runtimeap
 			m.log.Error("put back the resources of a failed update", "container", c.ID, "err", uerr)
 		}
 		return fmt.Errorf("update container %s: %w", c.ID, err)
+	}
+	if plugins != nil {
+		updated, _ := m.Get(c.ID)
+		plugins.PostUpdateContainer(ctx, updated)
 	}
 	return failpoint.Check("UpdateContainerResources/record")
 }

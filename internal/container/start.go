@@ -31,6 +31,13 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if m.cfg.Plugins != nil {
+		if err := m.cfg.Plugins.StartContainer(ctx, c); err != nil {
+			m.startFailed(ctx, e, rt, err)
+			m.cfg.Tracer.EndPod(c.SandboxID, err)
+			return fmt.Errorf("start container %s: %w", c.ID, err)
+		}
+	}
 	// Taken before the runtime starts it: the container may exit, and its
 	// watcher record the exit, before Start returns.
 	started := time.Now()
@@ -59,6 +66,10 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	}
 	go m.watch(e)
 	m.log.Info("container started", "container", c.ID)
+	if m.cfg.Plugins != nil {
+		running, _ := m.Get(c.ID)
+		m.cfg.Plugins.PostStartContainer(ctx, running)
+	}
 	return nil
 }
 
@@ -104,6 +115,7 @@ func (m *Manager) startFailed(ctx context.Context, e *entry, rt *ociruntime.Runt
 	if err != nil {
 		m.log.Error("record failed start", "container", e.c.ID, "err", err)
 	}
+	m.tellStopped(e)
 	e.finish()
 }
 
@@ -171,8 +183,21 @@ func (m *Manager) recordExit(e *entry, exit monitor.Exit) {
 	if err != nil {
 		m.log.Error("record container exit", "container", e.c.ID, "err", err)
 	}
+	// Before Stop can return: plugins hear of a stop before the removal.
+	m.tellStopped(e)
 	e.finish()
 	m.log.Info("container exited", "container", e.c.ID, "exit_code", exit.ExitCode)
+}
+
+// tellStopped tells the plugins that e's container stopped, on its own or
+// by a Stop.
+func (m *Manager) tellStopped(e *entry) {
+	if m.cfg.Plugins == nil {
+		return
+	}
+	if c, err := m.Get(e.c.ID); err == nil {
+		m.cfg.Plugins.StopContainer(context.Background(), c)
+	}
 }
 
 func (m *Manager) markUnknown(e *entry, cause error) {

@@ -56,11 +56,15 @@ func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) err
 		if err := rt.Kill(ctx, c.ID, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("stop container %s: %w", c.ID, err)
 		}
-		return m.update(e, func(c *Container) {
+		err := m.update(e, func(c *Container) {
 			c.State = Exited
 			c.FinishedAt = time.Now()
 			c.ExitCode = 137
 		})
+		if err == nil {
+			m.tellStopped(e)
+		}
+		return err
 	}
 	exited := false
 	if c.State == Running && timeout > 0 {
@@ -239,6 +243,9 @@ func (m *Manager) forget(es []*entry) error {
 		}
 		m.names.Release(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
 		m.log.Info("container removed", "container", c.ID)
+		if m.cfg.Plugins != nil {
+			m.cfg.Plugins.RemoveContainer(context.Background(), c)
+		}
 	}
 	return nil
 }

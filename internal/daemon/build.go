@@ -114,6 +114,15 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 	// longer to make it than the rest of a pod's namespaces.
 	d.netnsSpares = netns.NewSpares(1, d.log)
 	d.opened.add("spare network namespaces", func() error { d.netnsSpares.Close(); return nil })
+	cdiRegistry := cdi.New(d.cfg.CDI.SpecDirs)
+	var sbPlugins sandbox.Plugins
+	var ctrPlugins container.Plugins
+	if err := d.buildNRI(cdiRegistry); err != nil {
+		return err
+	}
+	if d.nri != nil {
+		sbPlugins, ctrPlugins = d.nri, d.nri
+	}
 	d.sandboxes = sandbox.New(sandbox.Config{
 		StateDir:     filepath.Join(d.cfg.State, "sandboxes"),
 		PauseBinary:  d.monitorBin,
@@ -127,6 +136,7 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		// The container manager knows the handlers' runtimes; it is made
 		// next, before any request.
 		UserNamespaces: func(handler string) error { return d.containers.UserNamespaces(handler) },
+		Plugins:        sbPlugins,
 	}, db, pods, d.log)
 	// One monitor waits ahead of need: a container start then waits for
 	// no process start-up but the OCI runtime's.
@@ -144,7 +154,8 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		Hugetlb:           hasController("hugetlb"),
 		Events:            d.events,
 		Tracer:            d.metrics,
-		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
+		CDI:               cdiRegistry,
+		Plugins:           ctrPlugins,
 		Criu:              d.cfg.Checkpoint.CriuPath,
 		CriuNoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
 	}, db, d.images, d.sandboxes, d.log)

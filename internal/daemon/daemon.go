@@ -19,6 +19,7 @@ import (
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
+	"github.com/crib-dev/crib/internal/nri"
 	"github.com/crib-dev/crib/internal/runtimemetrics"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/streaming"
@@ -49,6 +50,8 @@ type Daemon struct {
 	// checkpoints writes containers' checkpoint archives.
 	checkpoints *checkpoint.Service
 	monitors    *monitor.Pool
+	// nri is the NRI adaptation, nil when [nri] enable is false.
+	nri *nri.NRI
 	// netnsSpares are network namespaces made ahead of pods.
 	netnsSpares *netns.Spares
 	streams     *streaming.Server

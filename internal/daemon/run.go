@@ -38,6 +38,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.restore(ctx); err != nil {
 		return err
 	}
+	if err := d.startNRI(); err != nil {
+		return err
+	}
 	d.monitors.Warm()
 	d.netnsSpares.Warm()
 	go reclaim.Run(ctx, d.events, d.pullsEnded, reclaim.FreeHeap)

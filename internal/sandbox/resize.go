@@ -51,6 +51,11 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	if s.State != Ready {
 		return fmt.Errorf("resize sandbox %s: it is %s: %w", s.ID, s.State, errdefs.ErrFailedPrecondition)
 	}
+	if m.cfg.Plugins != nil {
+		if err := m.cfg.Plugins.UpdatePodSandbox(ctx, *s, overhead, resources); err != nil {
+			return fmt.Errorf("resize sandbox %s: %w", s.ID, err)
+		}
+	}
 	prev := s.Limits
 	if s.OwnCgroup {
 		l := podLimits(overhead, resources)
@@ -84,6 +89,9 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, overhead, reso
 	}
 	m.mu.Unlock()
 	m.log.Info("sandbox resized", "sandbox", s.ID, "own_cgroup", s.OwnCgroup)
+	if m.cfg.Plugins != nil {
+		m.cfg.Plugins.PostUpdatePodSandbox(ctx, *s)
+	}
 	return failpoint.Check("UpdatePodSandboxResources/record")
 }
 

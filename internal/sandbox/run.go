@@ -179,6 +179,18 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 		}
 	}
 
+	if m.cfg.Plugins != nil {
+		// Made whole, not yet ready, as containerd tells them; a plugin's
+		// refusal undoes the pod, and they hear of the undoing.
+		if err := m.cfg.Plugins.RunPodSandbox(ctx, *s); err != nil {
+			return err
+		}
+		rollback.Push("plugins' view of the pod", func(ctx context.Context) error {
+			m.cfg.Plugins.StopPodSandbox(ctx, *s)
+			m.cfg.Plugins.RemovePodSandbox(ctx, *s)
+			return nil
+		})
+	}
 	if err := s.State.to(Ready); err != nil {
 		return err
 	}

@@ -116,6 +116,8 @@ type Config struct {
 	// namespaces of their own: nil if so, else an error saying what is
 	// missing. Unset means never.
 	UserNamespaces func(handler string) error
+	// Plugins are told of each pod's lifecycle (NRI); nil is none.
+	Plugins Plugins
 }
 
 // Network is what the Manager needs of pod networking.

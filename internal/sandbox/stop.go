@@ -26,6 +26,10 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	if m.cfg.Plugins != nil && s.State == Ready {
+		// Its containers are stopped, its network not yet torn down.
+		m.cfg.Plugins.StopPodSandbox(ctx, *s)
+	}
 	if err := m.release(ctx, s, false); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", s.ID, err)
 	}
@@ -60,6 +64,10 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	if m.cfg.Plugins != nil && s.State == Ready {
+		// Removed without a Stop: the plugins hear of the stop first.
+		m.cfg.Plugins.StopPodSandbox(ctx, *s)
+	}
 	if err := m.teardown(ctx, s); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", s.ID, err)
 	}
@@ -80,6 +88,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	m.names.Release(nameKey(s.Config.GetMetadata()), s.ID)
 	m.cfg.Tracer.EndPod(s.ID, errRemovedUnstarted)
 	m.log.Info("sandbox removed", "sandbox", s.ID)
+	if m.cfg.Plugins != nil {
+		m.cfg.Plugins.RemovePodSandbox(ctx, *s)
+	}
 	return nil
 }
 

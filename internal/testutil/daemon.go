@@ -70,6 +70,9 @@ type Daemon struct {
 	// so that every process it starts can be told apart by its executable;
 	// its monitors run MonitorBinary(Binary), linked the same way.
 	Binary string
+	// NRISocket is where NRI plugins connect to this daemon; its
+	// pre-installed plugins and their configuration are under Dir/nri.
+	NRISocket string
 	// CgroupParent is the cgroup pods of this daemon go under.
 	CgroupParent string
 	// Bridge and Subnet are the daemon's own default CNI network; its
@@ -115,6 +118,7 @@ func StartDaemon(t testing.TB, opts Options) *Daemon {
 		Config:       filepath.Join(dir, "crib.toml"),
 		Log:          filepath.Join(dir, "daemon.log"),
 		Binary:       filepath.Join(dir, "crib"),
+		NRISocket:    filepath.Join(dir, "nri.sock"),
 		CgroupParent: testCgroupParent(dir),
 		env:          opts.Env,
 	}
@@ -202,6 +206,9 @@ func (d *Daemon) configTOML(level string, registries map[string][]string) []byte
 		strconv.Quote(cgroupDriverOf(d.CgroupParent)), strconv.Quote(d.CgroupParent))
 	fmt.Fprintf(&b, "\n[network]\nconf_dir = %s\nname = %s\nbridge = %s\nsubnet = %s\n",
 		strconv.Quote(filepath.Join(d.Dir, "cni")), strconv.Quote(d.Bridge), strconv.Quote(d.Bridge), strconv.Quote(d.Subnet))
+	// The daemon's own NRI socket and plugin dirs, never the host's.
+	fmt.Fprintf(&b, "\n[nri]\nsocket_path = %s\nplugin_path = %s\nplugin_config_path = %s\n",
+		strconv.Quote(d.NRISocket), strconv.Quote(filepath.Join(d.Dir, "nri", "plugins")), strconv.Quote(filepath.Join(d.Dir, "nri", "conf.d")))
 	hosts := make([]string, 0, len(registries))
 	for h := range registries {
 		hosts = append(hosts, h)

@@ -43,6 +43,7 @@ var parallelScenarios = []scenario{
 	{"ResizeInPlace", testResizeInPlace},
 	{"HostUsersFalseRefused", testHostUsersRefused},
 	{"ProcMountUnmasked", testProcMount},
+	{"NRIPluginAdjustsAndRefuses", testNRI},
 }
 
 // TestScenarios runs the scenarios in parallel on one agent, then the
