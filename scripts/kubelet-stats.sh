@@ -46,12 +46,8 @@
 # only, without iptables chains (makeIPTablesUtilChains: false), on loopback
 # ports picked free.
 #
-# The kubelet is built in a throwaway module: `go install pkg@version`
-# refuses k8s.io/kubernetes, whose go.mod replaces its staging modules
-# (k8s.io/api, client-go, cri-api, kubelet, ...) by ./staging paths, so the
-# module requires k8s.io/kubernetes and replaces each of those modules by
-# its published v0.<minor>.<patch> version, read from the replace block of
-# k8s.io/kubernetes's own go.mod.
+# The kubelet is built in a throwaway wrapper module (scripts/lib/k8s-build.sh
+# says why one is needed), at low priority.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONF=${CRI_CONFORMANCE_DIR:-$ROOT/../shared/conformance}
@@ -60,57 +56,13 @@ CACHE=${CRIB_KUBELET_CACHE:-/var/cache/crib-kubelet}
 export PATH=$PATH:/usr/local/go/bin
 [ -f "$CONF/lib.sh" ] || { echo "kubelet-stats.sh: no conformance kit in $CONF" >&2; exit 1; }
 . "$CONF/lib.sh" # REGISTRY_ADDR, registry_up
+. "$ROOT/scripts/lib/k8s-build.sh"
 
 log() { printf '[%s] kubelet-stats: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root"
 for c in go crictl curl jq ss; do command -v "$c" >/dev/null || die "$c is not installed"; done
-
-# build_kubelet builds k8s.io/kubernetes/cmd/kubelet at $KUBELET_VERSION
-# into $CACHE once.
-build_kubelet() {
-	local out=$CACHE/kubelet-$KUBELET_VERSION
-	if [ -x "$out" ]; then
-		echo "$out"
-		return
-	fi
-	local staging=v0.${KUBELET_VERSION#v1.}
-	local mod
-	mod=$(mktemp -d /tmp/crib-kubelet-mod.XXXXXX)
-	log "building kubelet $KUBELET_VERSION from the module proxy in $mod (staging modules at $staging); this takes a while"
-	(
-		cd "$mod"
-		export GOFLAGS=-mod=mod
-		local gomod
-		gomod=$(go mod download -json "k8s.io/kubernetes@$KUBELET_VERSION" | jq -r .GoMod)
-		[ -f "$gomod" ] || { echo "no go.mod for k8s.io/kubernetes@$KUBELET_VERSION" >&2; exit 1; }
-		local mods
-		mods=$(sed -n '/^replace (/,/^)/p' "$gomod" | awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}')
-		[ -n "$mods" ] || { echo "no staging replace block in $gomod" >&2; exit 1; }
-		{
-			echo "module crib.local/kubelet-build"
-			echo
-			sed -n 's/^go /go /p' "$gomod" | head -1
-			echo
-			echo "require k8s.io/kubernetes $KUBELET_VERSION"
-			echo
-			echo "replace ("
-			for m in $mods; do echo "	$m => $m $staging"; done
-			echo ")"
-		} >go.mod
-		printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kubelet"\n' >tools.go
-		go get "k8s.io/kubernetes/cmd/kubelet@$KUBELET_VERSION" >/dev/null
-		mkdir -p "$CACHE"
-		local start=$SECONDS
-		go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBELET_VERSION" \
-			-o "$out.tmp" k8s.io/kubernetes/cmd/kubelet
-		mv "$out.tmp" "$out"
-		echo "built in $((SECONDS - start))s" >&2
-	) >&2 || { rm -rf "$mod"; die "kubelet build failed"; }
-	rm -rf "$mod"
-	echo "$out"
-}
 
 # free_port prints the first TCP port from $1 up that nothing listens on.
 free_port() {
@@ -119,7 +71,7 @@ free_port() {
 	echo "$p"
 }
 
-KUBELET=${KUBELET:-$(build_kubelet)}
+KUBELET=${KUBELET:-$(k8s_build_kubelet "$KUBELET_VERSION" "$CACHE")} || die "kubelet build failed"
 [ -x "$KUBELET" ] || die "kubelet $KUBELET is not executable"
 log "kubelet: $KUBELET ($("$KUBELET" --version))"
 
