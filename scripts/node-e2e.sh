@@ -464,7 +464,8 @@ start_containerd() {
 	# one critest runs use; the kit's scripts read these from the
 	# environment. Its sandbox image is the kubelet's.
 	local env=("CRI_CONFORMANCE_WORK=$CACHE/containerd" CRI_CONFORMANCE_RUN=/run/crib-node-e2e
-		CNI_BRIDGE=e2ectrd0 CNI_NETWORK=e2ectrd0 POD_SUBNET=10.203.8.0/22 SANDBOX_IMAGE=registry.k8s.io/pause:3.10.2)
+		CNI_BRIDGE=e2ectrd0 CNI_NETWORK=e2ectrd0 POD_SUBNET=10.203.8.0/22 SANDBOX_IMAGE=registry.k8s.io/pause:3.10.2
+		"CONTAINERD2_BIN=$WORK/containerd2/bin/containerd")
 	ENDPOINT=$(env "${env[@]}" "$CONF/containerd-up.sh" "${v2[@]}" | tail -1) || die "containerd-up.sh failed"
 	runtime_down="env ${env[*]} '$CONF/containerd-down.sh' ${v2[*]}"
 	PROCESS=containerd PIDFILE=/run/crib-node-e2e/$inst/containerd.pid POD_CIDR=10.203.8.0/22
