@@ -514,7 +514,7 @@ summarize() {
 	jq -r '.[].SpecReports[] | select(.LeafNodeType == "It") |
 		select(.State != "skipped" or ((.Failure.Message // "") != "")) |
 		[.State, ((.ContainerHierarchyTexts + [.LeafNodeText]) | join(" ")),
-		 ((.Failure.Message // "") | gsub("[\t\n]+"; " ") | .[0:300])] | @tsv' "$dir/report.json" | sort -k2 >"$dir/summary.tsv"
+		 ((.Failure.Message // "") | gsub("[\t\n]+"; " ") | .[0:300])] | @tsv' "$dir/report.json" | sort -t $'\t' -k2 >"$dir/summary.tsv"
 	local passed failed skipped unselected
 	passed=$(awk -F'\t' '$1 == "passed"' "$dir/summary.tsv" | wc -l)
 	failed=$(awk -F'\t' '$1 != "passed" && $1 != "skipped"' "$dir/summary.tsv" | wc -l)
