@@ -402,7 +402,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # make_cgroup_root makes /e2enode, the kubelet's cgroup root, in every
-# hierarchy (cpuset's needs cpus and mems before anything joins it).
+# hierarchy, the cgroup2 one of a hybrid host too, as kubelet-stats.sh does
+# (cpuset's needs cpus and mems before anything joins it).
 make_cgroup_root() {
 	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
 		mkdir -p "/sys/fs/cgroup/$CG"
@@ -412,7 +413,6 @@ make_cgroup_root() {
 	for h in /sys/fs/cgroup/*/; do
 		[ -L "${h%/}" ] && continue
 		mountpoint -q "$h" || continue
-		[ "$h" = /sys/fs/cgroup/unified/ ] && continue
 		mkdir -p "$h$CG"
 		if [ -f "${h}cpuset.cpus" ]; then
 			cat "${h}cpuset.cpus" >"$h$CG/cpuset.cpus"
