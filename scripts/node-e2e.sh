@@ -20,6 +20,7 @@
 #   --procs N            ginkgo processes (default 2; the upstream jobs use 8)
 #   --label-filter EXPR  replace the label filter
 #   --build-only         build (or find in the cache) binaries and images, stop
+#   --images-only        build and push the images alone (agnhost must be built)
 #   --out DIR            where reports go (default $CACHE/reports/DATE)
 # Environment:
 #   NODE_E2E_VERSION     Kubernetes release of the suite and kubelet (v1.37.2)
@@ -89,6 +90,7 @@ while [ $# -gt 0 ]; do
 	--procs) PROCS=$2; shift 2 ;;
 	--label-filter) LABEL_FILTER=$2; shift 2 ;;
 	--build-only) BUILD_ONLY=1; shift ;;
+	--images-only) BUILD_ONLY=2; shift ;;
 	--out) OUT=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/!s/^# \{0,1\}//p}' "$0"; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -151,7 +153,7 @@ build_binaries() {
 
 # K8S_SRC is the release's source in the module cache (image Dockerfiles'
 # files: agnhost's porter certificates, kitten's and nautilus's pages).
-k8s_src() { (cd "$MOD" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' k8s.io/kubernetes); }
+k8s_src() { GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" | jq -r .Dir; }
 
 # debian_rootfs makes the Debian rootfs the libc images stand on, once.
 debian_rootfs() {
@@ -262,6 +264,11 @@ build_images() {
 	"$CACHE/node-e2e-images" -spec "$L/spec.json" -registry "$REGISTRY_ADDR" >&2 || die "image push failed"
 }
 
+if [ $BUILD_ONLY = 2 ]; then
+	[ -x "$BIN/agnhost" ] || die "no $BIN/agnhost: build it first (--build-only)"
+	build_images
+	exit 0
+fi
 build_binaries
 build_images
 [ $BUILD_ONLY = 1 ] && { log "built: $(ls "$BIN" | tr '\n' ' ')"; exit 0; }
