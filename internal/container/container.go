@@ -42,6 +42,10 @@ type Container struct {
 	// the kubelet reports (a repo digest when there is one, else the id).
 	ImageID  string
 	ImageRef string
+	// ImageName is the image as the pod named it, what ContainerStatus
+	// reports (see statusImage); empty in records written before it was
+	// kept, which StatusImage then works out from Config.
+	ImageName string `json:",omitempty"`
 	// ChainIDs are the image layers the rootfs stands on, retained in the
 	// image store while the container exists.
 	ChainIDs []string

@@ -130,6 +130,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		Config:         cfg,
 		ImageID:        img.ID,
 		ImageRef:       imageRef(img),
+		ImageName:      statusImage(cfg.GetImage(), img.ID, img.RepoTags),
 		ChainIDs:       img.ChainIDs,
 		RuntimeHandler: sb.RuntimeHandler,
 		State:          Creating,
@@ -308,6 +309,39 @@ func (m *Manager) mountImageVolumes(id string, cfg *runtimeapi.ContainerConfig, 
 		out[v.mount] = src
 	}
 	return out, nil
+}
+
+// statusImage is the image ContainerStatus names for a container created
+// from spec, which resolved to the image id with tags: the kubelet sends the
+// image's id as spec.image and the pod's own name for it as
+// user_specified_image, and shows the status's image as the pod's; after a
+// pod's image is changed it waits for the new name there. So the name the
+// pod used comes first; then spec.image when it is a name, not the id or a
+// checkpoint archive; then, as containerd answers, the image's first tag.
+func statusImage(spec *runtimeapi.ImageSpec, id string, tags []string) string {
+	if u := spec.GetUserSpecifiedImage(); u != "" {
+		return u
+	}
+	name := spec.GetImage()
+	isID := name == id || "sha256:"+name == id || strings.HasPrefix(name, "sha256:")
+	// A checkpoint archive is named by its absolute .tar path (the shape
+	// archive.IsArchive checks, without its stat: no I/O for a status).
+	isArchive := filepath.IsAbs(name) && strings.HasSuffix(name, ".tar")
+	if !isID && !isArchive {
+		return name
+	}
+	if len(tags) > 0 {
+		return tags[0]
+	}
+	return name
+}
+
+// StatusImage is the image ContainerStatus names (see statusImage).
+func (c Container) StatusImage() string {
+	if c.ImageName != "" {
+		return c.ImageName
+	}
+	return statusImage(c.Config.GetImage(), c.ImageID, nil)
 }
 
 // imageRef is the reference the kubelet shows for the image: its first repo

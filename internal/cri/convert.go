@@ -96,6 +96,15 @@ func imageSpec(c container.Container) *runtimeapi.ImageSpec {
 	}
 }
 
+// statusImageSpec is the image of c as ContainerStatus reports it: the
+// name the pod gave it (the config's image is the id when the kubelet
+// creates the container), so that the pod's status shows that name.
+func statusImageSpec(c container.Container) *runtimeapi.ImageSpec {
+	spec := imageSpec(c)
+	spec.Image = c.StatusImage()
+	return spec
+}
+
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -112,7 +121,7 @@ func containerStatus(c container.Container) *runtimeapi.ContainerStatus {
 		StartedAt:   unixNano(c.StartedAt),
 		FinishedAt:  unixNano(c.FinishedAt),
 		ExitCode:    c.ExitCode,
-		Image:       imageSpec(c),
+		Image:       statusImageSpec(c),
 		ImageRef:    c.ImageRef,
 		ImageId:     c.ImageID,
 		Reason:      c.Reason,

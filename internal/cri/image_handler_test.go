@@ -84,11 +84,13 @@ func TestContainerImageSpecNamesNoHandler(t *testing.T) {
 		Image: &runtimeapi.ImageSpec{Image: "sha256:ab", UserSpecifiedImage: "busybox:1", RuntimeHandler: "runc"},
 	}}
 	want := &runtimeapi.ImageSpec{Image: "sha256:ab", UserSpecifiedImage: "busybox:1"}
-	for name, got := range map[string]*runtimeapi.ImageSpec{
-		"ListContainers":  containerItem(c).GetImage(),
-		"ContainerStatus": containerStatus(c).GetImage(),
+	// ContainerStatus names the image as the pod did (TestContainerStatusImageName).
+	wantStatus := &runtimeapi.ImageSpec{Image: "busybox:1", UserSpecifiedImage: "busybox:1"}
+	for name, tc := range map[string]struct{ got, want *runtimeapi.ImageSpec }{
+		"ListContainers":  {containerItem(c).GetImage(), want},
+		"ContainerStatus": {containerStatus(c).GetImage(), wantStatus},
 	} {
-		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		if diff := cmp.Diff(tc.want, tc.got, protocmp.Transform()); diff != "" {
 			t.Errorf("%s image (-want +got):\n%s", name, diff)
 		}
 	}

@@ -7,12 +7,7 @@
 # trap by kl_init) undoes all of it: see scripts/kubelet-stats.sh for the
 # list of what is touched on the host.
 #
-# The kubelet is built in a throwaway module: `go install pkg@version`
-# refuses k8s.io/kubernetes, whose go.mod replaces its staging modules
-# (k8s.io/api, client-go, cri-api, kubelet, ...) by ./staging paths, so the
-# module requires k8s.io/kubernetes and replaces each of those modules by
-# its published v0.<minor>.<patch> version, read from the replace block of
-# k8s.io/kubernetes's own go.mod.
+# The kubelet is built in a throwaway wrapper module by scripts/lib/k8s-build.sh.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CONF=${CRI_CONFORMANCE_DIR:-$ROOT/../shared/conformance}
 KUBELET_VERSION=${KUBELET_VERSION:-v1.36.3}
@@ -20,55 +15,15 @@ CACHE=${CRIB_KUBELET_CACHE:-/var/cache/crib-kubelet}
 export PATH=$PATH:/usr/local/go/bin
 [ -f "$CONF/lib.sh" ] || { echo "${LOG_NAME:-kubelet}: no conformance kit in $CONF" >&2; exit 1; }
 . "$CONF/lib.sh" # REGISTRY_ADDR, registry_up; its log and die are replaced below
+. "$ROOT/scripts/lib/k8s-build.sh"
 
 log() { printf '[%s] %s: %s\n' "$(date +%H:%M:%S)" "${LOG_NAME:-kubelet}" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
-# build_kubelet builds k8s.io/kubernetes/cmd/kubelet at $KUBELET_VERSION
-# into $CACHE once.
+# build_kubelet prints the kubelet at $KUBELET_VERSION, built into $CACHE
+# once (scripts/lib/k8s-build.sh, at low priority).
 build_kubelet() {
-	local out=$CACHE/kubelet-$KUBELET_VERSION
-	if [ -x "$out" ]; then
-		echo "$out"
-		return
-	fi
-	local staging=v0.${KUBELET_VERSION#v1.}
-	local mod
-	mod=$(mktemp -d /tmp/crib-kubelet-mod.XXXXXX)
-	log "building kubelet $KUBELET_VERSION from the module proxy in $mod (staging modules at $staging); this takes a while"
-	# set -e does not hold in a subshell that is the left of ||: each step
-	# that can fail exits itself.
-	(
-		cd "$mod" || exit 1
-		export GOFLAGS=-mod=mod
-		local gomod
-		gomod=$(go mod download -json "k8s.io/kubernetes@$KUBELET_VERSION" | jq -r .GoMod)
-		[ -f "$gomod" ] || { echo "no go.mod for k8s.io/kubernetes@$KUBELET_VERSION" >&2; exit 1; }
-		local mods
-		mods=$(sed -n '/^replace (/,/^)/p' "$gomod" | awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}')
-		[ -n "$mods" ] || { echo "no staging replace block in $gomod" >&2; exit 1; }
-		{
-			echo "module crib.local/kubelet-build"
-			echo
-			sed -n 's/^go /go /p' "$gomod" | head -1
-			echo
-			echo "require k8s.io/kubernetes $KUBELET_VERSION"
-			echo
-			echo "replace ("
-			for m in $mods; do echo "	$m => $m $staging"; done
-			echo ")"
-		} >go.mod
-		printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kubelet"\n' >tools.go
-		go get "k8s.io/kubernetes/cmd/kubelet@$KUBELET_VERSION" >/dev/null || exit 1
-		mkdir -p "$CACHE" || exit 1
-		local start=$SECONDS
-		go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBELET_VERSION" \
-			-o "$out.tmp" k8s.io/kubernetes/cmd/kubelet || { rm -f "$out.tmp"; exit 1; }
-		mv "$out.tmp" "$out" || exit 1
-		echo "built in $((SECONDS - start))s" >&2
-	) >&2 || { rm -rf "$mod"; die "kubelet build failed"; }
-	rm -rf "$mod"
-	echo "$out"
+	k8s_build_kubelet "$KUBELET_VERSION" "$CACHE" || die "kubelet build failed"
 }
 
 # free_port prints the first TCP port from $1 up that nothing listens on.

@@ -1,0 +1,564 @@
+#!/usr/bin/env bash
+# Runs Kubernetes' node conformance suite (test/e2e_node, label
+# NodeConformance) against crib, offline, and writes a report: each spec
+# passed, failed or skipped, with the reason of every failure and skip
+# (issue #21). The suite starts its own etcd, kube-apiserver and namespace
+# controller in process and the kubelet it finds next to its binary; the
+# kubelet talks to a crib daemon this script starts on its own root, state
+# and socket.
+#
+# Usage: sudo scripts/node-e2e.sh [options]
+#   --focus REGEX        run only the specs whose text matches (ginkgo --focus)
+#   --skip REGEX         leave out the specs whose text matches
+#   --serial             the Serial specs (NodeConformance && Serial && !Slow
+#                        && !Flaky), one process, instead of the others
+#   --baseline RUNTIME   also run the same selection against containerd after
+#                        crib, in the same session, and compare: containerd
+#                        (Debian's 1.6) or containerd2 (after
+#                        ../shared/conformance/build-containerd2.sh)
+#   --only-baseline      run the baseline alone (with --baseline)
+#   --procs N            ginkgo processes (default 2; the upstream jobs use 8)
+#   --label-filter EXPR  replace the label filter
+#   --build-only         build (or find in the cache) binaries and images, stop
+#   --images-only        build and push the images alone (agnhost must be built)
+#   --out DIR            where reports go (default $CACHE/reports/DATE)
+# Environment:
+#   NODE_E2E_VERSION     Kubernetes release of the suite and kubelet (v1.37.2)
+#   CRIB_NODE_E2E_CACHE  binaries, module, rootfs, reports (/var/cache/crib-node-e2e)
+#   CRIB_KUBELET_CACHE   built kubelets, shared with kubelet-stats.sh (/var/cache/crib-kubelet)
+#   CRI_CONFORMANCE_DIR  the conformance kit (default ../shared/conformance)
+#   REBUILD_IMAGES=1     push the suite's images again even when the registry has them
+#   KEEP=1               keep the run's temp dir (crib's log, configs)
+#
+# What is built, once, into the cache (at nice 19: see scripts/lib/k8s-build.sh):
+# - e2e_node.test (`go test -c k8s.io/kubernetes/test/e2e_node` in a wrapper
+#   module; ~23 min cold on 2 idle cores), ginkgo v2 at the version the suite
+#   requires, agnhost (static), and the kubelet (kubelet-stats.sh's cache);
+# - a Debian bookworm rootfs (debootstrap, minbase with bash, curl, nc,
+#   iproute2, dig, procps, socat, util-linux, nginx-light), the base of the
+#   suite's images that need a libc userland;
+# - the images the suite pulls (test/utils/image/manifest.go at the release),
+#   pushed to the loopback registry of ../shared/conformance/images.sh under
+#   their upstream paths: agnhost 2.66.1 and 2.55 (Debian + agnhost), busybox
+#   1.37.0-2 (the kit's busybox), pause 3.10.2, nginx 1.27.0-2 and 1.28.0-2
+#   (Debian's nginx-light), glibc-dns-testing, nonewprivs (the kit's set-uid
+#   nnp), nonroot, ipc-utils, perl, kitten, nautilus. crib mirrors
+#   $MIRRORED_HOSTS to the registry, so image names stay as the suite has them.
+#   Not made: images named by an upstream digest (they cannot exist offline),
+#   and images of Slow/Serial-only specs (node-perf, etcd, cadvisor).
+#
+# What a run touches on the host, and undoes (in a trap, also on failure):
+# - /e2enode in each cgroup v1 hierarchy (or in cgroup v2), the kubelet's
+#   cgroup root: removed deepest first;
+# - /var/lib/kubelet, the suite's fixed kubelet root, which the kubelet
+#   bind-mounts on itself: every mount under it unmounted, the directory
+#   removed when it did not exist before;
+# - iptables and ip6tables chains the kubelet adds (KUBE-*): those not there
+#   before are emptied, unlinked and deleted;
+# - /var/log/pods and /var/log/containers entries the run made;
+# - the sysctls the kubelet sets (saved and written back);
+# - a crib daemon on a temp dir with its own bridge; its pods removed over the
+#   CRI, the daemon stopped, the bridge deleted; a baseline containerd the same
+#   way (containerd-down.sh, on its own instance dirs);
+# - processes left by a killed run: only those whose executable is this run's
+#   kubelet or e2e_node.test, by pid.
+# The kubelet's ports are fixed by the suite (10248, 10250, 10255): one run
+# at a time per host. The host needs cgroupfs (no systemd: systemd-run is kept
+# out of the suite's PATH, so it starts the kubelet itself).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CONF=${CRI_CONFORMANCE_DIR:-$ROOT/../shared/conformance}
+VERSION=${NODE_E2E_VERSION:-v1.37.2}
+CACHE=${CRIB_NODE_E2E_CACHE:-/var/cache/crib-node-e2e}
+KUBELET_CACHE=${CRIB_KUBELET_CACHE:-/var/cache/crib-kubelet}
+export PATH=$PATH:/usr/local/go/bin
+[ -f "$CONF/lib.sh" ] || { echo "node-e2e.sh: no conformance kit in $CONF" >&2; exit 1; }
+. "$CONF/lib.sh" # REGISTRY_ADDR, MIRRORED_HOSTS, registry_up, WORK
+. "$ROOT/scripts/lib/k8s-build.sh"
+
+log() { printf '[%s] node-e2e: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+
+FOCUS='' SKIP='' SERIAL=0 BASELINE='' ONLY_BASELINE=0 PROCS=2 LABEL_FILTER='' BUILD_ONLY=0 OUT=''
+while [ $# -gt 0 ]; do
+	case $1 in
+	--focus) FOCUS=$2; shift 2 ;;
+	--skip) SKIP=$2; shift 2 ;;
+	--serial) SERIAL=1; shift ;;
+	--baseline) BASELINE=$2; shift 2 ;;
+	--only-baseline) ONLY_BASELINE=1; shift ;;
+	--procs) PROCS=$2; shift 2 ;;
+	--label-filter) LABEL_FILTER=$2; shift 2 ;;
+	--build-only) BUILD_ONLY=1; shift ;;
+	--images-only) BUILD_ONLY=2; shift ;;
+	--out) OUT=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set -e/{/^set -e/!s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+done
+case $BASELINE in "" | containerd | containerd2) ;; *) die "--baseline: containerd or containerd2, not $BASELINE" ;; esac
+[ $ONLY_BASELINE = 0 ] || [ -n "$BASELINE" ] || die "--only-baseline needs --baseline"
+[[ $PROCS =~ ^[1-9][0-9]*$ ]] || die "--procs: a positive number, not $PROCS"
+if [ -z "$LABEL_FILTER" ]; then
+	if [ $SERIAL = 1 ]; then
+		LABEL_FILTER='NodeConformance && Serial && !Slow && !Flaky'
+	else
+		LABEL_FILTER='NodeConformance && !Serial && !Slow && !Flaky'
+	fi
+fi
+[ $SERIAL = 0 ] || PROCS=1
+
+[ "$(id -u)" = 0 ] || die "run as root"
+for c in go jq curl crictl iptables debootstrap; do command -v "$c" >/dev/null || die "$c is not installed"; done
+
+BIN=$CACHE/$VERSION
+MOD=$CACHE/mod-$VERSION
+
+# build_binaries builds what is missing of e2e_node.test, ginkgo, agnhost
+# and the kubelet into $BIN.
+build_binaries() {
+	mkdir -p "$BIN"
+	local ginkgo_version start
+	if [ ! -x "$BIN/e2e_node.test" ] || [ ! -x "$BIN/ginkgo" ] || [ ! -x "$BIN/agnhost" ]; then
+		ginkgo_version=$(k8s_require "$VERSION" github.com/onsi/ginkgo/v2)
+		[ -n "$ginkgo_version" ] || die "no ginkgo v2 in k8s.io/kubernetes@$VERSION's go.mod"
+		log "resolving k8s.io/kubernetes@$VERSION's test packages and ginkgo $ginkgo_version in $MOD"
+		k8s_module "$MOD" "$VERSION" "k8s.io/kubernetes/test/e2e_node@$VERSION" \
+			"github.com/onsi/ginkgo/v2/ginkgo@$ginkgo_version" "k8s.io/kubernetes/test/images/agnhost@$VERSION" ||
+			die "module setup failed"
+	fi
+	if [ ! -x "$BIN/e2e_node.test" ]; then
+		log "building e2e_node.test $VERSION (nice $K8S_BUILD_NICE; ~23 min cold on 2 idle cores)"
+		start=$SECONDS
+		k8s_go "$MOD" test -c -trimpath -ldflags "$(k8s_ldflags "$VERSION")" -o "$BIN/e2e_node.test.tmp" \
+			k8s.io/kubernetes/test/e2e_node || die "e2e_node.test build failed"
+		mv "$BIN/e2e_node.test.tmp" "$BIN/e2e_node.test"
+		log "e2e_node.test built in $((SECONDS - start))s"
+	fi
+	if [ ! -x "$BIN/ginkgo" ]; then
+		k8s_go "$MOD" build -trimpath -o "$BIN/ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo || die "ginkgo build failed"
+		mv "$BIN/ginkgo.tmp" "$BIN/ginkgo"
+	fi
+	if [ ! -x "$BIN/agnhost" ]; then
+		log "building agnhost (static)"
+		CGO_ENABLED=0 k8s_go "$MOD" build -trimpath -ldflags "$(k8s_ldflags "$VERSION")" -o "$BIN/agnhost.tmp" \
+			k8s.io/kubernetes/test/images/agnhost || die "agnhost build failed"
+		mv "$BIN/agnhost.tmp" "$BIN/agnhost"
+	fi
+	local kubelet
+	kubelet=$(k8s_build_kubelet "$VERSION" "$KUBELET_CACHE") || die "kubelet build failed"
+	# The suite runs the kubelet it finds beside its own binary.
+	ln -sfn "$kubelet" "$BIN/kubelet"
+}
+
+# K8S_SRC is the release's source in the module cache (image Dockerfiles'
+# files: agnhost's porter certificates, kitten's and nautilus's pages).
+k8s_src() { GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" | jq -r .Dir; }
+
+# debian_rootfs makes the Debian rootfs the libc images stand on, once.
+debian_rootfs() {
+	local fs=$CACHE/rootfs/debian
+	[ -f "$fs.done" ] && return 0
+	log "debootstrap bookworm into $fs (once; a few minutes)"
+	rm -rf "$fs.tmp"
+	mkdir -p "$CACHE/rootfs"
+	nice -n 19 debootstrap --variant=minbase \
+		--include=bash,curl,ca-certificates,netcat-openbsd,iproute2,bind9-dnsutils,iputils-ping,procps,socat,util-linux,nginx-light \
+		bookworm "$fs.tmp" http://deb.debian.org/debian >"$CACHE/rootfs/debootstrap.log" 2>&1 ||
+		die "debootstrap failed: $(tail -5 "$CACHE/rootfs/debootstrap.log")"
+	# What an image does not carry: apt's caches and lists, debootstrap's
+	# leftovers, device nodes (the runtime makes /dev).
+	rm -rf "$fs.tmp"/var/cache/apt/archives/*.deb "$fs.tmp"/var/lib/apt/lists/* "$fs.tmp"/debootstrap \
+		"$fs.tmp"/dev/* "$fs.tmp"/proc/* "$fs.tmp"/sys/* "$fs.tmp"/run/* "$fs.tmp"/tmp/* "$fs.tmp"/var/log/*.log
+	rm -rf "$fs"
+	mv "$fs.tmp" "$fs"
+	touch "$fs.done"
+}
+
+# image_present REF: the registry already has REF's tag.
+image_present() {
+	local path=${1#*/} tag=${1##*:}
+	path=${path%:*}
+	curl -fsS -m 5 -o /dev/null -I -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+		"http://$REGISTRY_ADDR/v2/$path/manifests/$tag"
+}
+
+# build_images pushes the suite's images to the loopback registry.
+build_images() {
+	local e2e=registry.k8s.io/e2e-test-images
+	local refs=("$e2e/agnhost:2.66.1" "$e2e/agnhost:2.55" "$e2e/busybox:1.37.0-2" "registry.k8s.io/pause:3.10.2"
+		"$e2e/nginx:1.27.0-2" "$e2e/nginx:1.28.0-2" "$e2e/glibc-dns-testing:2.1.1" "$e2e/nonewprivs:1.4"
+		"$e2e/nonroot:1.5" "$e2e/ipc-utils:1.4" "$e2e/perl:5.26" "$e2e/kitten:1.8" "$e2e/nautilus:1.8")
+	local missing=0 r
+	if registry_up && [ "${REBUILD_IMAGES:-0}" != 1 ]; then
+		for r in "${refs[@]}"; do image_present "$r" || { missing=1; break; }; done
+		[ $missing = 1 ] || { log "the registry has the suite's images"; return 0; }
+	fi
+	# The kit's registry, busybox, pause and nnp.
+	if ! registry_up || [ ! -x "$WORK/build/busybox/busybox" ] || [ ! -x "$WORK/build/pause" ] || [ ! -x "$WORK/build/nnp" ]; then
+		log "running $CONF/images.sh (registry, busybox, pause, nnp)"
+		"$CONF/images.sh" >&2 || die "images.sh failed"
+	fi
+	debian_rootfs
+	local src L=$CACHE/layers
+	src=$(k8s_src) || die "no k8s.io/kubernetes@$VERSION source in the module cache"
+	rm -rf "$L"
+	mkdir -p "$L"
+
+	# busybox: the kit's static busybox with a link per applet.
+	local bb=$WORK/build/busybox/busybox
+	mkdir -p "$L/busybox/bin" "$L/busybox/etc" "$L/busybox/root" "$L/busybox/home" "$L/busybox/var/www" \
+		"$L/busybox/usr/bin" "$L/busybox/usr/sbin" "$L/busybox/sbin" "$L/busybox/tmp"
+	chmod 1777 "$L/busybox/tmp"
+	cp "$bb" "$L/busybox/bin/busybox"
+	"$bb" --list-full | while read -r a; do
+		[ "$a" = bin/busybox ] || [ -e "$L/busybox/$a" ] || ln -s /bin/busybox "$L/busybox/$a"
+	done
+	cp "$CACHE/rootfs/debian/etc/passwd" "$CACHE/rootfs/debian/etc/group" "$L/busybox/etc/"
+	# nonewprivs: a set-uid root program printing its effective uid.
+	mkdir -p "$L/nnp/usr/local/bin"
+	install -m 4755 "$WORK/build/nnp" "$L/nnp/usr/local/bin/nnp"
+	mkdir -p "$L/pause"
+	install -m 0755 "$WORK/build/pause" "$L/pause/pause"
+	# agnhost over Debian: its binary, the user and group of the
+	# SupplementalGroups specs, the porter certificates, /uploads.
+	mkdir -p "$L/agnhost/etc" "$L/agnhost/uploads"
+	install -m 0755 "$BIN/agnhost" "$L/agnhost/agnhost"
+	ln -s agnhost "$L/agnhost/agnhost-2"
+	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$L/agnhost/" 2>/dev/null || true
+	chmod 0644 "$L"/agnhost/localhost.* 2>/dev/null || true
+	cp "$CACHE/rootfs/debian/etc/passwd" "$CACHE/rootfs/debian/etc/group" "$L/agnhost/etc/"
+	echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$L/agnhost/etc/passwd"
+	printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$L/agnhost/etc/group"
+	local page
+	for page in kitten nautilus; do
+		mkdir -p "$L/$page"
+		cp "$src/test/images/$page/html/"* "$L/$page/"
+		chmod 0644 "$L/$page/"*
+	done
+
+	local DEB=$CACHE/rootfs/debian
+	cat >"$L/spec.json" <<-EOF
+	[
+	 {"ref": "$e2e/busybox:1.37.0-2", "layers": ["$L/busybox"], "cmd": ["sh"]},
+	 {"ref": "$e2e/nonewprivs:1.4", "layers": ["$L/busybox", "$L/nnp"], "cmd": ["nnp"]},
+	 {"ref": "registry.k8s.io/pause:3.10.2", "layers": ["$L/pause"], "entrypoint": ["/pause"], "user": "65535:65535"},
+	 {"ref": "$e2e/agnhost:2.66.1", "layers": ["$DEB", "$L/agnhost"], "entrypoint": ["/agnhost"], "cmd": ["pause"],
+	  "ports": ["80/tcp", "8080/tcp", "8081/tcp", "9376/tcp", "5000/tcp"]},
+	 {"ref": "$e2e/agnhost:2.55", "layers": ["$DEB", "$L/agnhost"], "entrypoint": ["/agnhost"], "cmd": ["pause"],
+	  "ports": ["80/tcp", "8080/tcp", "8081/tcp", "9376/tcp", "5000/tcp"], "labels": {"crib.node-e2e/version": "2.55"}},
+	 {"ref": "$e2e/kitten:1.8", "layers": ["$DEB", "$L/agnhost", "$L/kitten"], "entrypoint": ["/agnhost"], "cmd": ["test-webserver"]},
+	 {"ref": "$e2e/nautilus:1.8", "layers": ["$DEB", "$L/agnhost", "$L/nautilus"], "entrypoint": ["/agnhost"], "cmd": ["test-webserver"]},
+	 {"ref": "$e2e/nginx:1.27.0-2", "layers": ["$DEB"], "cmd": ["nginx", "-g", "daemon off;"], "stopSignal": "SIGQUIT", "ports": ["80/tcp"],
+	  "labels": {"crib.node-e2e/version": "1.27.0-2"}},
+	 {"ref": "$e2e/nginx:1.28.0-2", "layers": ["$DEB"], "cmd": ["nginx", "-g", "daemon off;"], "stopSignal": "SIGQUIT", "ports": ["80/tcp"],
+	  "labels": {"crib.node-e2e/version": "1.28.0-2"}},
+	 {"ref": "$e2e/glibc-dns-testing:2.1.1", "layers": ["$DEB"], "cmd": ["bash"]},
+	 {"ref": "$e2e/nonroot:1.5", "layers": ["$DEB"], "user": "1234", "cmd": ["bash"]},
+	 {"ref": "$e2e/ipc-utils:1.4", "layers": ["$DEB"], "cmd": ["sh"]},
+	 {"ref": "$e2e/perl:5.26", "layers": ["$DEB"], "cmd": ["perl", "-de0"]}
+	]
+	EOF
+	log "building and pushing the suite's images to $REGISTRY_ADDR"
+	(cd "$ROOT" && nice -n "$K8S_BUILD_NICE" go build -o "$CACHE/node-e2e-images" ./scripts/node-e2e-images) || die "node-e2e-images build failed"
+	"$CACHE/node-e2e-images" -spec "$L/spec.json" -registry "$REGISTRY_ADDR" >&2 || die "image push failed"
+}
+
+if [ $BUILD_ONLY = 2 ]; then
+	[ -x "$BIN/agnhost" ] || die "no $BIN/agnhost: build it first (--build-only)"
+	build_images
+	exit 0
+fi
+build_binaries
+build_images
+[ $BUILD_ONLY = 1 ] && { log "built: $(ls "$BIN" | tr '\n' ' ')"; exit 0; }
+
+# ---- a run ----
+STAMP=$(date +%Y%m%d-%H%M%S)
+OUT=${OUT:-$CACHE/reports/$STAMP}
+mkdir -p "$OUT"
+D=$(mktemp -d /tmp/crib-node-e2e.XXXXXX)
+CG=e2enode
+SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+declare -A SAVED_SYSCTL=()
+for s in "${SYSCTLS[@]}"; do SAVED_SYSCTL[$s]=$(cat "/proc/sys/$s"); done
+KUBELET_ROOT=/var/lib/kubelet
+[ -e $KUBELET_ROOT ] && made_kubelet_root=0 || made_kubelet_root=1
+ls /var/log/pods >"$D/logpods.before" 2>/dev/null || true
+ls /var/log/containers >"$D/logctrs.before" 2>/dev/null || true
+[ -d /var/log/containers ] && made_logdir=0 || made_logdir=1
+for t in filter nat mangle; do
+	iptables -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}' >"$D/chains4.$t" || true
+	ip6tables -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}' >"$D/chains6.$t" || true
+done
+daemon_pid=
+runtime_down=
+
+# kill_ours stops any process whose executable is the run's kubelet or
+# e2e_node.test (a run killed half-way leaves them), by pid.
+kill_ours() {
+	local -
+	set +e # undoing goes on past what fails
+	local exe p pids=() targets=("$(readlink -f "$BIN/kubelet")" "$(readlink -f "$BIN/e2e_node.test")")
+	for p in /proc/[0-9]*; do
+		exe=$(readlink "$p/exe" 2>/dev/null) || continue
+		for t in "${targets[@]}"; do [ "$exe" = "$t" ] && pids+=("${p#/proc/}"); done
+	done
+	[ ${#pids[@]} = 0 ] && return 0
+	log "stopping leftover kubelet/e2e_node.test processes: ${pids[*]}"
+	kill "${pids[@]}" 2>/dev/null || true
+	for _ in $(seq 100); do
+		local alive=0
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && return 0
+		sleep 0.1
+	done
+	kill -9 "${pids[@]}" 2>/dev/null || true
+}
+
+# remove_cri_pods stops and removes every pod of the runtime at endpoint $1.
+remove_cri_pods() {
+	local -
+	set +e # undoing goes on past what fails
+	local p left
+	left=$(crictl -r "$1" pods -q 2>/dev/null) || return 0
+	for p in $left; do
+		crictl -r "$1" stopp "$p" >/dev/null 2>&1
+		crictl -r "$1" rmp -f "$p" >/dev/null 2>&1 || log "WARNING: could not remove pod $p"
+	done
+}
+
+stop_crib() {
+	local -
+	set +e # undoing goes on past what fails
+	[ -n "$daemon_pid" ] || return 0
+	if kill -0 "$daemon_pid" 2>/dev/null; then
+		remove_cri_pods "unix://$D/crib/state/crib.sock"
+		kill "$daemon_pid" 2>/dev/null
+		for _ in $(seq 300); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$daemon_pid" 2>/dev/null && { log "WARNING: crib survived SIGTERM for 30s; SIGKILL"; kill -9 "$daemon_pid"; }
+	fi
+	daemon_pid=
+	ip link del cribe2e0 2>/dev/null || true
+	awk -v d="$D/crib/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+		log "WARNING: unmounting leftover $m"
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+}
+
+# host_cleanup undoes what the kubelet and the suite did to the host.
+host_cleanup() {
+	local -
+	set +e # undoing goes on past what fails
+	kill_ours
+	# The kubelet's volumes and its bind mount of its root on itself.
+	awk -v d="$KUBELET_ROOT" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m" || log "WARNING: could not unmount $m"
+	done
+	[ $made_kubelet_root = 1 ] && rm -rf --one-file-system "$KUBELET_ROOT"
+	local h
+	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+		[ -d "$h$CG" ] || continue
+		find "$h$CG" -depth -type d -exec rmdir {} + 2>/dev/null
+		[ -d "$h$CG" ] && log "WARNING: could not remove cgroup $h$CG"
+	done
+	local t c ipt f
+	for ipt in iptables ip6tables; do
+		[ "$ipt" = iptables ] && f=$D/chains4 || f=$D/chains6
+		for t in filter nat mangle; do
+			for c in $($ipt -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
+				grep -qx -- "$c" "$f.$t" && continue
+				# Rules that jump to it go first, then its own, then it.
+				$ipt -t $t -S | awk -v c="$c" '$1 == "-A" && / -j / { for (i = 1; i <= NF; i++) if ($i == "-j" && $(i+1) == c) { $1 = "-D"; print; break } }' |
+					while read -r rule; do eval "$ipt -t $t $rule" 2>/dev/null || true; done
+				$ipt -t $t -F "$c" 2>/dev/null
+				$ipt -t $t -X "$c" 2>/dev/null || log "WARNING: could not delete $ipt -t $t chain $c"
+			done
+		done
+	done
+	local e
+	for e in /var/log/pods/*; do
+		[ -e "$e" ] && ! grep -qx -- "${e##*/}" "$D/logpods.before" && rm -rf --one-file-system "$e"
+	done
+	for e in /var/log/containers/*; do
+		[ -L "$e" ] && ! grep -qx -- "${e##*/}" "$D/logctrs.before" && rm -f "$e"
+	done
+	[ $made_logdir = 1 ] && rmdir /var/log/containers 2>/dev/null
+	for s in "${!SAVED_SYSCTL[@]}"; do
+		[ "$(cat "/proc/sys/$s")" = "${SAVED_SYSCTL[$s]}" ] || echo "${SAVED_SYSCTL[$s]}" >"/proc/sys/$s" ||
+			log "WARNING: could not restore $s to ${SAVED_SYSCTL[$s]}"
+	done
+}
+
+cleanup() {
+	local rc=$?
+	set +e
+	log "cleaning up"
+	kill_ours
+	stop_crib
+	[ -n "$runtime_down" ] && eval "$runtime_down" >&2
+	host_cleanup
+	if [ "${KEEP:-0}" = 1 ]; then
+		log "kept $D"
+	else
+		rm -rf --one-file-system "$D"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# make_cgroup_root makes /e2enode, the kubelet's cgroup root, in every
+# hierarchy, the cgroup2 one of a hybrid host too, as kubelet-stats.sh does
+# (cpuset's needs cpus and mems before anything joins it).
+make_cgroup_root() {
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		mkdir -p "/sys/fs/cgroup/$CG"
+		return
+	fi
+	local h
+	for h in /sys/fs/cgroup/*/; do
+		[ -L "${h%/}" ] && continue
+		mountpoint -q "$h" || continue
+		mkdir -p "$h$CG"
+		if [ -f "${h}cpuset.cpus" ]; then
+			cat "${h}cpuset.cpus" >"$h$CG/cpuset.cpus"
+			cat "${h}cpuset.mems" >"$h$CG/cpuset.mems"
+		fi
+	done
+}
+
+start_crib() {
+	log "building crib into $D"
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/" ./cmd/crib ./cmd/crib-monitor) || die "crib build failed"
+	mkdir -p "$D/crib/root" "$D/crib/state" "$D/crib/cni"
+	{
+		cat <<-EOF
+		root = "$D/crib/root"
+		state = "$D/crib/state"
+		socket = "$D/crib/state/crib.sock"
+		log_level = "info"
+		cgroup_driver = "cgroupfs"
+
+		# The PodOverhead spec's RuntimeClass names this handler.
+		[runtimes.test-handler]
+		path = "runc"
+
+		[network]
+		conf_dir = "$D/crib/cni"
+		name = "cribe2e"
+		bridge = "cribe2e0"
+		subnet = "10.244.240.0/22"
+		EOF
+		for h in $MIRRORED_HOSTS; do printf '\n[registries."%s"]\nmirrors = ["http://%s"]\n' "$h" "$REGISTRY_ADDR"; done
+	} >"$D/crib.toml"
+	setsid "$D/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
+	daemon_pid=$!
+	echo "$daemon_pid" >"$D/crib.pid"
+	for _ in $(seq 150); do
+		crictl -r "unix://$D/crib/state/crib.sock" version >/dev/null 2>&1 && break
+		kill -0 "$daemon_pid" 2>/dev/null || die "crib daemon exited: $(tail -20 "$OUT/crib-daemon.log")"
+		sleep 0.2
+	done
+	ENDPOINT=unix://$D/crib/state/crib.sock PROCESS=crib PIDFILE=$D/crib.pid POD_CIDR=10.244.240.0/22
+	log "crib pid $daemon_pid on $ENDPOINT"
+}
+
+start_containerd() {
+	local v2=() inst=ctrd16
+	[ "$1" = containerd2 ] && { v2=(--v2); inst=ctrd2; }
+	# An instance of its own (root, state, bridge, subnet), apart from the
+	# one critest runs use; the kit's scripts read these from the
+	# environment. Its sandbox image is the kubelet's.
+	local env=("CRI_CONFORMANCE_WORK=$CACHE/containerd" CRI_CONFORMANCE_RUN=/run/crib-node-e2e
+		CNI_BRIDGE=e2ectrd0 CNI_NETWORK=e2ectrd0 POD_SUBNET=10.203.8.0/22 SANDBOX_IMAGE=registry.k8s.io/pause:3.10.2
+		"CONTAINERD2_BIN=$WORK/containerd2/bin/containerd")
+	ENDPOINT=$(env "${env[@]}" "$CONF/containerd-up.sh" "${v2[@]}" | tail -1) || die "containerd-up.sh failed"
+	runtime_down="env ${env[*]} '$CONF/containerd-down.sh' ${v2[*]}"
+	PROCESS=containerd PIDFILE=/run/crib-node-e2e/$inst/containerd.pid POD_CIDR=10.203.8.0/22
+	log "$1 on $ENDPOINT"
+}
+
+# run_suite RUNTIME runs the selection against the runtime started for it
+# and writes $OUT/RUNTIME/{report.json,summary.tsv,results.txt}.
+run_suite() {
+	local rt=$1 dir=$OUT/$1
+	mkdir -p "$dir/artifacts" "$D/run-$rt"
+	make_cgroup_root
+	# The suite starts the kubelet under systemd-run when it finds it; the
+	# host has no systemd, so it must not.
+	local path
+	path=$(echo "$PATH" | tr ':' '\n' | while read -r p; do [ -x "$p/systemd-run" ] || echo "$p"; done | paste -sd:)
+	local ginkgo_args=(--procs="$PROCS" --label-filter="$LABEL_FILTER" --timeout=4h --output-dir="$dir"
+		--json-report=report.json --junit-report=junit.xml --no-color)
+	[ -n "$FOCUS" ] && ginkgo_args+=(--focus="$FOCUS")
+	[ -n "$SKIP" ] && ginkgo_args+=(--skip="$SKIP")
+	local kubelet_flags="--fail-cgroupv1=false --cgroup-driver=cgroupfs --cgroups-per-qos=true --cgroup-root=/$CG"
+	kubelet_flags+=" --kubelet-cgroups= --system-cgroups= --runtime-cgroups= --fail-swap-on=false"
+	# The suite's kubelet config has 10.100.0.0/24, which the kubelet hands
+	# the runtime (UpdateRuntimeConfig) and crib's default network takes:
+	# keep the runtime's own subnet, apart from the test daemons'.
+	kubelet_flags+=" --pod-cidr=$POD_CIDR"
+	log "running the suite against $rt: label filter '$LABEL_FILTER'${FOCUS:+, focus '$FOCUS'}, $PROCS process(es); log $dir/suite.log"
+	local start=$SECONDS rc=0
+	(cd "$D/run-$rt" && PATH=$path "$BIN/ginkgo" "${ginkgo_args[@]}" "$BIN/e2e_node.test" -- \
+		--container-runtime-endpoint="$ENDPOINT" --container-runtime-process-name="$PROCESS" \
+		--container-runtime-pid-file="$PIDFILE" --prepull-images=false --report-dir="$dir/artifacts" \
+		--kubelet-flags="$kubelet_flags" --v=2) >"$dir/suite.log" 2>&1 || rc=$?
+	echo "$((SECONDS - start))" >"$dir/seconds"
+	log "$rt: the suite exited $rc after $((SECONDS - start))s"
+	summarize "$dir" "$rt"
+	kill_ours
+	host_cleanup
+}
+
+# summarize DIR RUNTIME writes DIR/summary.tsv (state, spec, reason) and
+# DIR/results.txt from ginkgo's JSON report. Specs the filters left out are
+# counted, not listed.
+summarize() {
+	local dir=$1 rt=$2
+	[ -f "$dir/report.json" ] || { log "WARNING: no $dir/report.json"; return 0; }
+	jq -r '.[].SpecReports[] | select(.LeafNodeType == "It") |
+		select(.State != "skipped" or ((.Failure.Message // "") != "")) |
+		[.State, ((.ContainerHierarchyTexts + [.LeafNodeText]) | join(" ")),
+		 ((.Failure.Message // "") | gsub("[\t\n]+"; " ") | .[0:300])] | @tsv' "$dir/report.json" | sort -t $'\t' -k2 >"$dir/summary.tsv"
+	local passed failed skipped unselected
+	passed=$(awk -F'\t' '$1 == "passed"' "$dir/summary.tsv" | wc -l)
+	failed=$(awk -F'\t' '$1 != "passed" && $1 != "skipped"' "$dir/summary.tsv" | wc -l)
+	skipped=$(awk -F'\t' '$1 == "skipped"' "$dir/summary.tsv" | wc -l)
+	unselected=$(jq '[.[].SpecReports[] | select(.LeafNodeType == "It" and .State == "skipped" and ((.Failure.Message // "") == ""))] | length' "$dir/report.json")
+	{
+		echo "$rt: $passed passed, $failed failed, $skipped skipped in $(cat "$dir/seconds")s ($unselected specs not selected)"
+		awk -F'\t' '$1 != "passed" {printf "  %-8s %s\n           %s\n", $1, $2, $3}' "$dir/summary.tsv"
+	} >"$dir/results.txt"
+	cat "$dir/results.txt" >&2
+}
+
+RUNTIMES=()
+[ $ONLY_BASELINE = 1 ] || RUNTIMES+=(crib)
+[ -n "$BASELINE" ] && RUNTIMES+=("$BASELINE")
+for rt in "${RUNTIMES[@]}"; do
+	case $rt in
+	crib) start_crib ;;
+	*) start_containerd "$rt" ;;
+	esac
+	run_suite "$rt"
+	case $rt in
+	crib) stop_crib ;;
+	*) eval "$runtime_down" >&2; runtime_down= ;;
+	esac
+done
+
+# The comparison: each spec's state on every runtime run.
+if [ ${#RUNTIMES[@]} -gt 1 ]; then
+	a=$OUT/${RUNTIMES[0]}/summary.tsv b=$OUT/${RUNTIMES[1]}/summary.tsv
+	{
+		printf '%-8s %-8s %s\n' "${RUNTIMES[0]}" "${RUNTIMES[1]}" spec
+		join -t $'\t' -j 2 -a 1 -a 2 -e - -o 0,1.1,2.1 <(sort -t $'\t' -k2,2 "$a") <(sort -t $'\t' -k2,2 "$b") |
+			awk -F'\t' '{printf "%-8s %-8s %s\n", $2, $3, $1}'
+	} >"$OUT/comparison.txt"
+	log "comparison: $OUT/comparison.txt; crib fails where the baseline passes:"
+	awk 'NR > 1 && $1 != "passed" && $2 == "passed"' "$OUT/comparison.txt" >&2 || true
+fi
+cat "$OUT"/*/results.txt >"$OUT/results.txt" 2>/dev/null || true
+log "report: $OUT/results.txt"
