@@ -153,7 +153,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		Criu:          d.cfg.Checkpoint.CriuPath,
 		NoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
 		WorkDir:       filepath.Join(d.cfg.Root, "checkpoints"),
-	}, d.containers, d.log)
+	}, d.containers, checkpointPods{d.sandboxes, d.containers}, d.log)
 	return nil
 }
 

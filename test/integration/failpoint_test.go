@@ -493,11 +493,11 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 	},
 }
 
-func (f *fpEnv) listPods() []string {
-	f.t.Helper()
-	resp, err := f.rt().ListPodSandbox(f.ctx(), &runtimeapi.ListPodSandboxRequest{})
+func (e *env) listPods() []string {
+	e.t.Helper()
+	resp, err := e.rt().ListPodSandbox(e.ctx(), &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		f.t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	var ids []string
 	for _, p := range resp.Items {
