@@ -24,6 +24,7 @@ import (
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/reserve"
 	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/snapshot"
 	"github.com/crib-dev/crib/internal/state"
 )
 
@@ -131,6 +132,9 @@ type Config struct {
 	// a container from a checkpoint archive (ociruntime.CriuEnv).
 	Criu              string
 	CriuNoBreakpoints bool
+	// LayerLimits bound a checkpoint archive's writable layer as they
+	// bound an image layer.
+	LayerLimits snapshot.Limits
 }
 
 // Manager runs the containers of one daemon.

@@ -147,6 +147,7 @@ func (d *Daemon) buildManagers(db *state.DB, pods *network.Manager, runtimes map
 		CDI:               cdi.New(d.cfg.CDI.SpecDirs),
 		Criu:              d.cfg.Checkpoint.CriuPath,
 		CriuNoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
+		LayerLimits:       LayerLimits(d.cfg),
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	d.checkpoints = checkpoint.New(checkpoint.Config{
