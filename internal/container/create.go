@@ -56,7 +56,7 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 		return "", err
 	}
 	if restoreFrom != "" {
-		cfg = restoredConfig(cfg, restoreFrom)
+		cfg = restoredConfig(cfg, restoreFrom, cfg.GetImage().GetImage())
 	}
 	img, err := m.images.Resolve(ref)
 	m.cfg.Tracer.PodPhase(sb.ID, phaseImageResolve, time.Since(began))
@@ -78,37 +78,56 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 
 // imageToCreate is the image the container's rootfs stands on: the one
 // cfg names, or, when cfg names a checkpoint archive (a .tar path, as
-// CRI-O takes one), the image the checkpointed container stood on, with
-// the archive's path.
+// CRI-O takes one) or a checkpoint image (one whose manifest has the
+// checkpoint annotation, its one layer the archive's files), the image the
+// checkpointed container stood on, with the archive's path or the image's
+// unpacked layer.
 func (m *Manager) imageToCreate(cfg *runtimeapi.ContainerConfig) (ref, archivePath string, err error) {
 	name := cfg.GetImage().GetImage()
 	if !archive.IsArchive(name) {
-		return name, "", nil
+		img, err := m.images.Resolve(name)
+		if err != nil || !archive.IsImage(img.Annotations, img.Config.Config.Labels) {
+			return name, "", nil
+		}
+		dirs, err := m.images.LowerDirs(img)
+		if err != nil {
+			return "", "", fmt.Errorf("checkpoint image %s: %w", name, err)
+		}
+		if len(dirs) != 1 {
+			return "", "", fmt.Errorf("image: checkpoint image %s has %d layers, want the archive as one: %w", name, len(dirs), errdefs.ErrInvalidArgument)
+		}
+		return m.archiveImage(cfg, name, dirs[0])
 	}
+	return m.archiveImage(cfg, name, name)
+}
+
+// archiveImage is imageToCreate for the checkpoint archive at p (a tar
+// or the directory of a checkpoint image's layer), named name.
+func (m *Manager) archiveImage(cfg *runtimeapi.ContainerConfig, name, p string) (ref, archivePath string, err error) {
 	if cfg.GetTty() {
 		return "", "", fmt.Errorf("image %s: restoring a container with a tty is not supported: %w", name, errdefs.ErrInvalidArgument)
 	}
-	dump, err := archive.ReadConfig(name)
+	dump, err := archive.ReadConfig(p)
 	if err != nil {
-		return "", "", fmt.Errorf("image: %w: %w", err, errdefs.ErrInvalidArgument)
+		return "", "", fmt.Errorf("image %s: %w: %w", name, err, errdefs.ErrInvalidArgument)
 	}
 	ref = dump.RootfsImageRef
 	if ref == "" || strings.HasPrefix(ref, "sha256:") && dump.RootfsImageName != "" {
 		ref = dump.RootfsImageName
 	}
-	return ref, name, nil
+	return ref, p, nil
 }
 
 // restoredConfig is cfg with the annotations containerd gives a restored
 // container, so that its status says so: restored, when the checkpoint
 // was taken, and from which archive.
-func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath string) *runtimeapi.ContainerConfig {
+func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath, image string) *runtimeapi.ContainerConfig {
 	cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig)
 	if cfg.Annotations == nil {
 		cfg.Annotations = map[string]string{}
 	}
 	cfg.Annotations["restored"] = "true"
-	cfg.Annotations["checkpointImage"] = archivePath
+	cfg.Annotations["checkpointImage"] = image
 	if dump, err := archive.ReadConfig(archivePath); err == nil && !dump.CheckpointedAt.IsZero() {
 		cfg.Annotations["checkpointedAt"] = dump.CheckpointedAt.Format(time.RFC3339Nano)
 	}
@@ -176,7 +195,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if restoreFrom != "" {
 		// Under the bundle, so the container's teardown removes them.
 		c.RestoreImages = filepath.Join(m.bundle(id), "restore", "checkpoint")
-		if err := archive.Unpack(restoreFrom, c.RestoreImages, rootfs); err != nil {
+		if err := archive.Unpack(ctx, restoreFrom, c.RestoreImages, rootfs, m.cfg.LayerLimits); err != nil {
 			return err
 		}
 		if err := failpoint.Check("RestoreContainer/unpacked"); err != nil {
