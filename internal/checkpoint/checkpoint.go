@@ -190,7 +190,7 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	dumped.Wait()
 	if err != nil {
 		if log, rerr := os.ReadFile(filepath.Join(work, archive.DumpLogFile)); rerr == nil {
-			s.log.Warn("CRIU dump failed", "container", c.Container.ID, "log_tail", tail(string(log), 10))
+			s.log.Warn("CRIU dump failed", "container", c.Container.ID, "errors", criuErrors(string(log)), "log_tail", tail(string(log), 10))
 		}
 		return err
 	}
@@ -507,6 +507,18 @@ func randomHex() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// criuErrors is CRIU's log's error lines, which say why a dump failed
+// (its tail says only that it did).
+func criuErrors(log string) string {
+	var errs []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "Error (") {
+			errs = append(errs, l)
+		}
+	}
+	return tail(strings.Join(errs, "\n"), 10)
 }
 
 func tail(s string, n int) string {

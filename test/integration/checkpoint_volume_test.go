@@ -34,7 +34,7 @@ func TestCheckpointRestoreEmptyDir(t *testing.T) {
 	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: srcVol}}
 	id := e.run(srcID, src, cfg)
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
-	e.exec(id, "sh", "-c", "echo the checkpoint's > /data/f; mkdir /data/d; echo x > /data/d/g")
+	e.exec(id, "sh", "-c", "echo archived > /data/f && mkdir /data/d && echo x > /data/d/g")
 	loc := filepath.Join(t.TempDir(), "counter.tar")
 	if _, err := e.rt().CheckpointContainer(e.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: loc}); err != nil {
 		t.Fatalf("CheckpointContainer: %v", err)
@@ -62,7 +62,7 @@ func TestCheckpointRestoreEmptyDir(t *testing.T) {
 	if out := e.exec(restored, "ls", "/data/d"); out.ExitCode == 0 {
 		t.Errorf("restored /data/d exists: the archive's, not the volume's")
 	}
-	if data, err := os.ReadFile(filepath.Join(srcVol, "f")); err != nil || string(data) != "the checkpoint's\n" {
+	if data, err := os.ReadFile(filepath.Join(srcVol, "f")); err != nil || string(data) != "archived\n" {
 		t.Errorf("the source volume's f = %q, %v: changed by the restore", data, err)
 	}
 }
@@ -91,6 +91,12 @@ func TestCheckpointRestoreListenerOnNewIP(t *testing.T) {
 	eventually(t, 10*time.Second, "the server to answer", func() bool { b, err := get(srcIP); return err == nil && strings.Contains(b, "root:") })
 	loc := filepath.Join(t.TempDir(), "web.tar")
 	if _, err := e.rt().CheckpointContainer(e.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: loc}); err != nil {
+		// Linux 6.16 refuses SO_PASSCRED and SO_PASSSEC (SOL_SOCKET 16,
+		// 34) on inet sockets; CRIU 4.1.1 asks for them of every socket
+		// it dumps and fails.
+		if strings.Contains(e.d.ReadLog(), "Can't get 1:16 opt: Operation not supported") {
+			t.Skipf("this CRIU cannot dump an inet socket on this kernel (getsockopt SO_PASSCRED: EOPNOTSUPP since Linux 6.16): %v", err)
+		}
 		t.Fatalf("CheckpointContainer: %v", err)
 	}
 
