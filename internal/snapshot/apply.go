@@ -14,8 +14,9 @@ import (
 // entry stays inside root, names within the kernel's lengths, and no more
 // bytes are written than the tar holds (a sparse entry cannot inflate it);
 // l's entry count and free-space reserve apply too. An archive is as
-// untrusted as an image layer: one extractor reads both.
-func Apply(ctx context.Context, root string, r io.Reader, size int64, l Limits) error {
+// untrusted as an image layer: one extractor reads both. idmap, when set,
+// maps each entry's owner (a restore into another user namespace).
+func Apply(ctx context.Context, root string, r io.Reader, size int64, l Limits, idmap func(uid, gid int) (int, int)) error {
 	l.MaxSize, l.ExpansionRatio, l.ExpansionFloor = 0, 1, 0
 	fi, err := os.Stat(root)
 	if err != nil {
@@ -29,5 +30,5 @@ func Apply(ctx context.Context, root string, r io.Reader, size int64, l Limits) 
 		return err
 	}
 	g.maxWhy = fmt.Sprintf("its tar's %d bytes: entries declare more", size)
-	return extract(ctx, root, tar.NewReader(&countingReader{r: r, g: g}), g)
+	return extractMapped(ctx, root, tar.NewReader(&countingReader{r: r, g: g}), g, idmap)
 }

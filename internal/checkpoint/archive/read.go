@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/crib-dev/crib/internal/snapshot"
 )
@@ -72,13 +73,35 @@ func ReadConfig(p string) (ContainerConfig, error) {
 	return cfg, nil
 }
 
+// ReadSpec reads spec.dump, the checkpointed container's OCI spec, from
+// the archive at p.
+func ReadSpec(p string) (specs.Spec, error) {
+	var spec specs.Spec
+	found := false
+	err := walk(p, func(name string, hdr *tar.Header, r io.Reader) error {
+		if name != SpecDumpFile {
+			return nil
+		}
+		found = true
+		return json.NewDecoder(r).Decode(&spec)
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("no %s in it", SpecDumpFile)
+	}
+	if err != nil {
+		return spec, fmt.Errorf("checkpoint archive %s: %w", p, err)
+	}
+	return spec, nil
+}
+
 // Unpack writes the archive's CRIU images into the directory images, and
 // applies its writable layer to rootfs, the new container's mounted root:
 // rootfs-diff.tar's files, through the extractor image layers go through
 // (snapshot.Apply, within limits), then deleted.files removed. Every path
 // stays inside its directory, and the files written hold no more bytes
-// than the archive does.
-func Unpack(ctx context.Context, p, images, rootfs string, limits snapshot.Limits) error {
+// than the archive does. idmap, when set, maps the owners of the
+// writable layer's files (a restore into another user namespace).
+func Unpack(ctx context.Context, p, images, rootfs string, limits snapshot.Limits, idmap func(uid, gid int) (int, int)) error {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return fmt.Errorf("unpack checkpoint archive: %w", err)
@@ -120,7 +143,7 @@ func Unpack(ctx context.Context, p, images, rootfs string, limits snapshot.Limit
 				return fmt.Errorf("%s declares %d bytes, more than the archive holds: %w", name, hdr.Size, errdefs.ErrInvalidArgument)
 			}
 			budget -= hdr.Size
-			if err := snapshot.Apply(ctx, rootfs, r, hdr.Size, limits); err != nil {
+			if err := snapshot.Apply(ctx, rootfs, r, hdr.Size, limits, idmap); err != nil {
 				return fmt.Errorf("%s: %w", RootFsDiffTar, err)
 			}
 			return nil

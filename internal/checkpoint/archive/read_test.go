@@ -74,7 +74,7 @@ func TestUnpackHostile(t *testing.T) {
 	})
 	p := filepath.Join(dir, "a.tar")
 	write(p, string(arch))
-	if err := Unpack(context.Background(), p, images, rootfs, snapshot.Limits{}); err != nil {
+	if err := Unpack(context.Background(), p, images, rootfs, snapshot.Limits{}, nil); err != nil {
 		t.Fatalf("Unpack: %v", err)
 	}
 	if data, err := os.ReadFile(filepath.Join(rootfs, "kept.txt")); err != nil || string(data) != "kept" {
@@ -93,7 +93,7 @@ func TestUnpackHostile(t *testing.T) {
 	} {
 		bad := tarOf(t, []entry{{name: ConfigDumpFile, data: `{}`}, {name: RootFsDiffTar, data: string(tarOf(t, hostile))}})
 		write(p, string(bad))
-		if err := Unpack(context.Background(), p, images, rootfs, snapshot.Limits{}); err == nil {
+		if err := Unpack(context.Background(), p, images, rootfs, snapshot.Limits{}, nil); err == nil {
 			t.Errorf("Unpack of a diff with %s succeeded", hostile[len(hostile)-1].name)
 		}
 	}
@@ -128,7 +128,7 @@ func TestUnpackDiffWithinItsSize(t *testing.T) {
 	if err := os.WriteFile(p, arch, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Unpack(context.Background(), p, filepath.Join(dir, "images"), rootfs, snapshot.Limits{})
+	err := Unpack(context.Background(), p, filepath.Join(dir, "images"), rootfs, snapshot.Limits{}, nil)
 	if err == nil {
 		t.Fatal("Unpack of a diff declaring more than it holds succeeded")
 	}
