@@ -244,6 +244,11 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return fmt.Errorf("build OCI spec: %w", err)
 	}
 	spec.Root.Path = rootfs
+	if restoreFrom != "" {
+		if err := restoreCriuConfig(m.bundle(id), spec); err != nil {
+			return err
+		}
+	}
 	c.User = spec.Process.User
 	c.CgroupsPath = spec.Linux.CgroupsPath
 	// The CDI edits come last: device nodes take the process's user.
@@ -509,4 +514,26 @@ func mapID(id int, from, to []specs.LinuxIDMapping) int {
 		}
 	}
 	return int(to[0].HostID) + overflowID // outside the pod's range: its nobody
+}
+
+// criuConfigAnnotation names the CRIU config file runc gives CRIU.
+const criuConfigAnnotation = "org.criu.config"
+
+// restoreCriuConfig has CRIU restore with tcp-close, as CRI-O and Podman
+// restore into a new pod: the pod has another IP, so a connection the
+// checkpoint held comes back closed rather than failing the restore. A
+// config the container's annotations name is left as it is.
+func restoreCriuConfig(bundle string, spec *specs.Spec) error {
+	if _, ok := spec.Annotations[criuConfigAnnotation]; ok {
+		return nil
+	}
+	p := filepath.Join(bundle, "restore", "criu.conf")
+	if err := os.WriteFile(p, []byte("tcp-close\n"), 0o600); err != nil {
+		return fmt.Errorf("write CRIU's restore config: %w", err)
+	}
+	if spec.Annotations == nil {
+		spec.Annotations = map[string]string{}
+	}
+	spec.Annotations[criuConfigAnnotation] = p
+	return nil
 }
