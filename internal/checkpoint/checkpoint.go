@@ -44,12 +44,15 @@ type Config struct {
 // Containers is what a checkpoint needs of the container manager.
 type Containers interface {
 	WhileRunning(id string, fn func(container.Live) error) error
+	// Thaw resumes a container a pod checkpoint left paused.
+	Thaw(ctx context.Context, id string) error
 }
 
 // Service writes checkpoint archives.
 type Service struct {
 	cfg        Config
 	containers Containers
+	pods       Pods
 	log        *slog.Logger
 
 	// criuOK is set once criu passed its check: it is not asked again.
@@ -58,8 +61,8 @@ type Service struct {
 }
 
 // New returns a Service; it does no I/O.
-func New(cfg Config, containers Containers, log *slog.Logger) *Service {
-	return &Service{cfg: cfg, containers: containers, log: log}
+func New(cfg Config, containers Containers, pods Pods, log *slog.Logger) *Service {
+	return &Service{cfg: cfg, containers: containers, pods: pods, log: log}
 }
 
 // Request is one checkpoint.
@@ -73,10 +76,14 @@ type Request struct {
 	Status []byte
 }
 
-// intent is the record, in a checkpoint's work directory, of the
-// temporary archive it may have made beside the location.
+// intent is the record, in a checkpoint's work directory, of what a
+// daemon killed in it leaves for Recover to undo: the temporary archive
+// (or pod checkpoint directory) it may have made beside the location, the
+// containers a pod checkpoint paused, the pod a restore was making.
 type intent struct {
-	Temp string `json:"temp"`
+	Temp       string       `json:"temp"`
+	Paused     []string     `json:"paused,omitempty"`
+	RestorePod *PodMetadata `json:"restorePod,omitempty"`
 }
 
 const intentFile = "intent.json"
@@ -183,7 +190,7 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	dumped.Wait()
 	if err != nil {
 		if log, rerr := os.ReadFile(filepath.Join(work, archive.DumpLogFile)); rerr == nil {
-			s.log.Warn("CRIU dump failed", "container", c.Container.ID, "log_tail", tail(string(log), 10))
+			s.log.Warn("CRIU dump failed", "container", c.Container.ID, "errors", criuErrors(string(log)), "log_tail", tail(string(log), 10))
 		}
 		return err
 	}
@@ -379,19 +386,33 @@ func (s *Service) Recover(wait time.Duration) (done <-chan struct{}) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("list checkpoint work dirs", "err", err)
 	}
-	var busy []string
+	var busy, pods []string
 	for _, e := range entries {
 		work := filepath.Join(s.cfg.WorkDir, e.Name())
-		if len(namedInCmdline(work)) > 0 {
+		switch {
+		case len(namedInCmdline(work)) > 0:
 			busy = append(busy, work)
-			continue
+		case strings.HasPrefix(e.Name(), podWorkPrefix):
+			// Its containers are thawed once no CRIU dumps them: CRIU
+			// puts a cgroup back as it found it.
+			pods = append(pods, work)
+		default:
+			s.removeWork(work, 0)
 		}
-		s.removeWork(work, 0)
+	}
+	if len(busy) == 0 {
+		for _, work := range pods {
+			s.removeWork(work, 0)
+		}
+		pods = nil
 	}
 	go func() {
 		defer close(finished)
 		for _, work := range busy {
 			s.removeWork(work, wait)
+		}
+		for _, work := range pods {
+			s.removeWork(work, 0)
 		}
 	}()
 	return finished
@@ -402,10 +423,13 @@ func (s *Service) Recover(wait time.Duration) (done <-chan struct{}) {
 func (s *Service) removeWork(work string, wait time.Duration) {
 	waitForWriters(work, wait)
 	var in intent
-	if data, err := os.ReadFile(filepath.Join(work, intentFile)); err == nil && json.Unmarshal(data, &in) == nil && in.Temp != "" {
-		if err := os.Remove(in.Temp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("remove a cut-short checkpoint's archive", "file", in.Temp, "err", err)
+	if data, err := os.ReadFile(filepath.Join(work, intentFile)); err == nil && json.Unmarshal(data, &in) == nil {
+		if in.Temp != "" {
+			if err := os.RemoveAll(in.Temp); err != nil {
+				s.log.Warn("remove a cut-short checkpoint's archive", "file", in.Temp, "err", err)
+			}
 		}
+		s.recoverPod(in)
 	}
 	if err := os.RemoveAll(work); err != nil {
 		s.log.Warn("remove a cut-short checkpoint's work dir", "dir", work, "err", err)
@@ -483,6 +507,18 @@ func randomHex() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// criuErrors is CRIU's log's error lines, which say why a dump failed
+// (its tail says only that it did).
+func criuErrors(log string) string {
+	var errs []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "Error (") {
+			errs = append(errs, l)
+		}
+	}
+	return tail(strings.Join(errs, "\n"), 10)
 }
 
 func tail(s string, n int) string {

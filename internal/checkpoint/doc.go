@@ -13,4 +13,10 @@
 // before the rename lives in a work directory of its own whose intent
 // record names that temporary file; a failed checkpoint removes both, and
 // Recover removes what a daemon killed halfway left.
+//
+// CheckpointPod and RestorePod (pod.go) build on it: a pod's containers
+// paused together, archived one by one into one directory (PodDir) that
+// appears whole by a rename, then resumed; and a pod made again from such
+// a directory through the sandbox and container managers (Pods), removed
+// on failure, or at the next start when the daemon died in it.
 package checkpoint

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -53,4 +54,31 @@ func (m *Manager) WhileRunning(id string, fn func(Live) error) error {
 		WritableLayer: filepath.Join(b, "fs"),
 		LowerDirs:     lower,
 	})
+}
+
+// Thaw resumes container id if its runtime has it paused: a pod checkpoint
+// the daemon died in left it so. Not found is no error: it is gone.
+func (m *Manager) Thaw(ctx context.Context, id string) error {
+	c, err := m.Get(id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rt, err := m.runtime(c.RuntimeHandler)
+	if err != nil {
+		return err
+	}
+	st, err := rt.State(ctx, c.ID)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.Status != ociruntime.StatusPaused {
+		return nil
+	}
+	return rt.Resume(ctx, c.ID)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/sandbox"
+	"github.com/crib-dev/crib/internal/snapshot"
 )
 
 const (
@@ -138,6 +139,9 @@ type Config struct {
 	// a container from a checkpoint archive (ociruntime.CriuEnv).
 	Criu              string
 	CriuNoBreakpoints bool
+	// LayerLimits bound a checkpoint archive's writable layer as they
+	// bound an image layer.
+	LayerLimits snapshot.Limits
 }
 
 // Manager runs the containers of one daemon.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -56,7 +57,7 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 		return "", err
 	}
 	if restoreFrom != "" {
-		cfg = restoredConfig(cfg, restoreFrom)
+		cfg = restoredConfig(cfg, restoreFrom, cfg.GetImage().GetImage())
 	}
 	img, err := m.images.Resolve(ref)
 	m.cfg.Tracer.PodPhase(sb.ID, phaseImageResolve, time.Since(began))
@@ -78,37 +79,56 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 
 // imageToCreate is the image the container's rootfs stands on: the one
 // cfg names, or, when cfg names a checkpoint archive (a .tar path, as
-// CRI-O takes one), the image the checkpointed container stood on, with
-// the archive's path.
+// CRI-O takes one) or a checkpoint image (one whose manifest has the
+// checkpoint annotation, its one layer the archive's files), the image the
+// checkpointed container stood on, with the archive's path or the image's
+// unpacked layer.
 func (m *Manager) imageToCreate(cfg *runtimeapi.ContainerConfig) (ref, archivePath string, err error) {
 	name := cfg.GetImage().GetImage()
 	if !archive.IsArchive(name) {
-		return name, "", nil
+		img, err := m.images.Resolve(name)
+		if err != nil || !archive.IsImage(img.Annotations, img.Config.Config.Labels) {
+			return name, "", nil
+		}
+		dirs, err := m.images.LowerDirs(img)
+		if err != nil {
+			return "", "", fmt.Errorf("checkpoint image %s: %w", name, err)
+		}
+		if len(dirs) != 1 {
+			return "", "", fmt.Errorf("image: checkpoint image %s has %d layers, want the archive as one: %w", name, len(dirs), errdefs.ErrInvalidArgument)
+		}
+		return m.archiveImage(cfg, name, dirs[0])
 	}
+	return m.archiveImage(cfg, name, name)
+}
+
+// archiveImage is imageToCreate for the checkpoint archive at p (a tar
+// or the directory of a checkpoint image's layer), named name.
+func (m *Manager) archiveImage(cfg *runtimeapi.ContainerConfig, name, p string) (ref, archivePath string, err error) {
 	if cfg.GetTty() {
 		return "", "", fmt.Errorf("image %s: restoring a container with a tty is not supported: %w", name, errdefs.ErrInvalidArgument)
 	}
-	dump, err := archive.ReadConfig(name)
+	dump, err := archive.ReadConfig(p)
 	if err != nil {
-		return "", "", fmt.Errorf("image: %w: %w", err, errdefs.ErrInvalidArgument)
+		return "", "", fmt.Errorf("image %s: %w: %w", name, err, errdefs.ErrInvalidArgument)
 	}
 	ref = dump.RootfsImageRef
 	if ref == "" || strings.HasPrefix(ref, "sha256:") && dump.RootfsImageName != "" {
 		ref = dump.RootfsImageName
 	}
-	return ref, name, nil
+	return ref, p, nil
 }
 
 // restoredConfig is cfg with the annotations containerd gives a restored
 // container, so that its status says so: restored, when the checkpoint
 // was taken, and from which archive.
-func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath string) *runtimeapi.ContainerConfig {
+func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath, image string) *runtimeapi.ContainerConfig {
 	cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig)
 	if cfg.Annotations == nil {
 		cfg.Annotations = map[string]string{}
 	}
 	cfg.Annotations["restored"] = "true"
-	cfg.Annotations["checkpointImage"] = archivePath
+	cfg.Annotations["checkpointImage"] = image
 	if dump, err := archive.ReadConfig(archivePath); err == nil && !dump.CheckpointedAt.IsZero() {
 		cfg.Annotations["checkpointedAt"] = dump.CheckpointedAt.Format(time.RFC3339Nano)
 	}
@@ -170,7 +190,11 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return err
 	}
 	if restoreFrom != "" && ns.User != nil {
-		return fmt.Errorf("image %s: restoring into a pod with its own user namespace is not supported yet: %w", restoreFrom, errdefs.ErrNotImplemented)
+		// runc restores into the pod's namespaces with CRIU's join-ns:
+		// CRIU 4.1.1 joins the user namespace first, then its setns into
+		// the pod's network namespace fails (EPERM), so the restore fails
+		// at start. Refused here, before anything is made.
+		return fmt.Errorf("image %s: restoring into a pod with its own user namespace is not supported: CRIU cannot join the pod's network namespace from its user namespace: %w", restoreFrom, errdefs.ErrNotImplemented)
 	}
 	rootfs, err := m.mountRootfs(id, img, ns.User)
 	if err != nil {
@@ -182,7 +206,11 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if restoreFrom != "" {
 		// Under the bundle, so the container's teardown removes them.
 		c.RestoreImages = filepath.Join(m.bundle(id), "restore", "checkpoint")
-		if err := archive.Unpack(restoreFrom, c.RestoreImages, rootfs); err != nil {
+		idmap, err := restoreIDMap(restoreFrom, ns.User)
+		if err != nil {
+			return err
+		}
+		if err := archive.Unpack(ctx, restoreFrom, c.RestoreImages, rootfs, m.cfg.LayerLimits, idmap); err != nil {
 			return err
 		}
 		if err := failpoint.Check("RestoreContainer/unpacked"); err != nil {
@@ -222,6 +250,11 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return fmt.Errorf("build OCI spec: %w", err)
 	}
 	spec.Root.Path = rootfs
+	if restoreFrom != "" {
+		if err := restoreCriuConfig(m.bundle(id), spec); err != nil {
+			return err
+		}
+	}
 	// The CDI edits come after the spec is built: device nodes take the
 	// process's user.
 	if err := devices.Apply(spec); err != nil {
@@ -485,4 +518,77 @@ func userNamespace(sb sandbox.Sandbox, opts *runtimeapi.UserNamespace) (*ocispec
 		UIDs: ocispec.IDMappings(podOpts.GetUids()),
 		GIDs: ocispec.IDMappings(podOpts.GetGids()),
 	}, nil
+}
+
+// restoreIDMap maps the owners of a checkpoint's writable layer, host ids
+// of the checkpointed container's user namespace (none: its ids are the
+// container's), to host ids of the new one's, userns (nil: the host's).
+// It is nil when both use the host's users.
+func restoreIDMap(archivePath string, userns *ocispec.UserNamespace) (func(uid, gid int) (int, int), error) {
+	spec, err := archive.ReadSpec(archivePath)
+	if err != nil {
+		return nil, fmt.Errorf("image: %w: %w", err, errdefs.ErrInvalidArgument)
+	}
+	var fromU, fromG, toU, toG []specs.LinuxIDMapping
+	if spec.Linux != nil {
+		fromU, fromG = spec.Linux.UIDMappings, spec.Linux.GIDMappings
+	}
+	if userns != nil {
+		toU, toG = userns.UIDs, userns.GIDs
+	}
+	if len(fromU)+len(fromG)+len(toU)+len(toG) == 0 {
+		return nil, nil
+	}
+	return func(uid, gid int) (int, int) {
+		return mapID(uid, fromU, toU), mapID(gid, fromG, toG)
+	}, nil
+}
+
+// overflowID is the kernel's id for one a user namespace does not map.
+const overflowID = 65534
+
+// mapID maps the host id of one mapping (from; none: the id is the
+// container's) to the host id of another (to; none: the container's).
+func mapID(id int, from, to []specs.LinuxIDMapping) int {
+	inside := id
+	if len(from) > 0 {
+		inside = overflowID
+		for _, m := range from {
+			if uint32(id) >= m.HostID && uint32(id)-m.HostID < m.Size {
+				inside = int(m.ContainerID + uint32(id) - m.HostID)
+				break
+			}
+		}
+	}
+	if len(to) == 0 {
+		return inside
+	}
+	for _, m := range to {
+		if uint32(inside) >= m.ContainerID && uint32(inside)-m.ContainerID < m.Size {
+			return int(m.HostID + uint32(inside) - m.ContainerID)
+		}
+	}
+	return int(to[0].HostID) + overflowID // outside the pod's range: its nobody
+}
+
+// criuConfigAnnotation names the CRIU config file runc gives CRIU.
+const criuConfigAnnotation = "org.criu.config"
+
+// restoreCriuConfig has CRIU restore with tcp-close, as CRI-O and Podman
+// restore into a new pod: the pod has another IP, so a connection the
+// checkpoint held comes back closed rather than failing the restore. A
+// config the container's annotations name is left as it is.
+func restoreCriuConfig(bundle string, spec *specs.Spec) error {
+	if _, ok := spec.Annotations[criuConfigAnnotation]; ok {
+		return nil
+	}
+	p := filepath.Join(bundle, "restore", "criu.conf")
+	if err := os.WriteFile(p, []byte("tcp-close\n"), 0o600); err != nil {
+		return fmt.Errorf("write CRIU's restore config: %w", err)
+	}
+	if spec.Annotations == nil {
+		spec.Annotations = map[string]string{}
+	}
+	spec.Annotations[criuConfigAnnotation] = p
+	return nil
 }

@@ -158,13 +158,14 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		Plugins:           ctrPlugins,
 		Criu:              d.cfg.Checkpoint.CriuPath,
 		CriuNoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
+		LayerLimits:       LayerLimits(d.cfg),
 	}, db, d.images, d.sandboxes, d.log)
 	d.opened.add("container watches", func() error { d.containers.Close(); return nil })
 	d.checkpoints = checkpoint.New(checkpoint.Config{
 		Criu:          d.cfg.Checkpoint.CriuPath,
 		NoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
 		WorkDir:       filepath.Join(d.cfg.Root, "checkpoints"),
-	}, d.containers, d.log)
+	}, d.containers, checkpointPods{d.sandboxes, d.containers}, d.log)
 	return nil
 }
 

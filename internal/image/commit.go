@@ -25,6 +25,8 @@ type importSpec struct {
 	configDigest digest.Digest
 	config       []byte
 	layers       []layerSource
+	// annotations are the manifest's (a checkpoint image says so in one).
+	annotations map[string]string
 }
 
 // layerSource is one compressed (or plain) layer blob and how to read it.
@@ -57,6 +59,8 @@ func (s *Store) commit(ctx context.Context, spec importSpec) (img Image, err err
 		ID:     spec.configDigest.String(),
 		Size:   int64(len(spec.config)),
 		Config: cfg,
+		// Only the manifest's: what tells a checkpoint image.
+		Annotations: spec.annotations,
 	}
 	rec.Blobs = append(rec.Blobs, spec.configDigest.String())
 	for d := range spec.smallBlobs {
@@ -141,6 +145,9 @@ func (s *Store) index(rec *record) (Image, error) {
 			merged.addName(n)
 		}
 		merged.Blobs = dedupe(append(merged.Blobs, rec.Blobs...))
+		if merged.Annotations == nil {
+			merged.Annotations = rec.Annotations
+		}
 		rec = merged
 	}
 	for _, n := range rec.names() {

@@ -199,6 +199,7 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 		return Image{}, fmt.Errorf("decode manifest %s: %v: %w", mdigest, err, errdefs.ErrInvalidArgument)
 	}
 	spec.configDigest = m.Config.Digest
+	spec.annotations = m.Annotations
 	if spec.config, err = img.RawConfigFile(); err != nil {
 		return Image{}, err
 	}

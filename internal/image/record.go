@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,6 +31,8 @@ type record struct {
 	// references to them.
 	Blobs  []string `json:"blobs"`
 	Pinned bool     `json:"pinned,omitempty"`
+	// Annotations are the image manifest's.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 func (r *record) image() Image {
@@ -41,6 +44,7 @@ func (r *record) image() Image {
 		Config:      r.Config,
 		ChainIDs:    append([]string(nil), r.ChainIDs...),
 		Pinned:      r.Pinned,
+		Annotations: maps.Clone(r.Annotations),
 	}
 }
 
@@ -50,6 +54,7 @@ func (r *record) clone() *record {
 	c.RepoDigests = append([]string(nil), r.RepoDigests...)
 	c.ChainIDs = append([]string(nil), r.ChainIDs...)
 	c.Blobs = append([]string(nil), r.Blobs...)
+	c.Annotations = maps.Clone(r.Annotations)
 	return &c
 }
 

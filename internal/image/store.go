@@ -75,6 +75,8 @@ type Image struct {
 	ChainIDs []string
 	// Pinned images are exempt from the kubelet's image garbage collection.
 	Pinned bool
+	// Annotations are those of the image's manifest as pulled.
+	Annotations map[string]string
 }
 
 // Auth is the credential for one pull, mirroring CRI's AuthConfig. The zero

@@ -124,3 +124,17 @@ func withPathFirst(env []string, dir string) []string {
 	}
 	return append(out, "PATH="+path)
 }
+
+// Pause freezes container id's processes (a pod checkpoint's one cut:
+// every container frozen before any is dumped; CRIU leaves a frozen
+// cgroup frozen).
+func (r *Runtime) Pause(ctx context.Context, id string) error {
+	_, err := r.run(ctx, nil, "pause", id)
+	return err
+}
+
+// Resume thaws a paused container; one that is not paused is an error.
+func (r *Runtime) Resume(ctx context.Context, id string) error {
+	_, err := r.run(ctx, nil, "resume", id)
+	return err
+}

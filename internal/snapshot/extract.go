@@ -32,6 +32,16 @@ type extractor struct {
 	root string
 	buf  []byte
 	dirs []dirTimes
+	// idmap, when set, maps the owners the tar records to those written.
+	idmap func(uid, gid int) (int, int)
+}
+
+// owner is the owner hdr's entry is written with.
+func (x *extractor) owner(hdr *tar.Header) (int, int) {
+	if x.idmap == nil {
+		return hdr.Uid, hdr.Gid
+	}
+	return x.idmap(hdr.Uid, hdr.Gid)
 }
 
 type dirTimes struct {
@@ -43,7 +53,12 @@ type dirTimes struct {
 // overlay form, after g has checked its header. Directory times are
 // applied last, deepest first, because creating children changes them.
 func extract(ctx context.Context, root string, tr *tar.Reader, g *guard) error {
-	x := &extractor{root: root, buf: make([]byte, 128<<10)}
+	return extractMapped(ctx, root, tr, g, nil)
+}
+
+// extractMapped is extract with the owners mapped by idmap (nil: none).
+func extractMapped(ctx context.Context, root string, tr *tar.Reader, g *guard, idmap func(uid, gid int) (int, int)) error {
+	x := &extractor{root: root, buf: make([]byte, 128<<10), idmap: idmap}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -276,7 +291,8 @@ func (x *extractor) whiteout(hdr *tar.Header, parent, base string) error {
 	if err := unix.Mknod(target, unix.S_IFCHR, 0); err != nil {
 		return fmt.Errorf("create whiteout: %w", err)
 	}
-	if err := os.Lchown(target, hdr.Uid, hdr.Gid); err != nil {
+	uid, gid := x.owner(hdr)
+	if err := os.Lchown(target, uid, gid); err != nil {
 		return fmt.Errorf("chown whiteout: %w", err)
 	}
 	return nil
@@ -302,7 +318,8 @@ func mknod(target string, hdr *tar.Header) error {
 // applyMetadata sets owner, mode (chown first: it clears setuid bits),
 // xattrs and times. Directory times wait until the end of the layer.
 func (x *extractor) applyMetadata(target string, hdr *tar.Header) error {
-	if err := os.Lchown(target, hdr.Uid, hdr.Gid); err != nil {
+	uid, gid := x.owner(hdr)
+	if err := os.Lchown(target, uid, gid); err != nil {
 		return fmt.Errorf("chown: %w", err)
 	}
 	if hdr.Typeflag != tar.TypeSymlink {

@@ -441,6 +441,61 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 		f.removeAllAndCheck(f.t)
 		return "no container listed in the pod (the creation undone, or rolled back at restart); the retry restores a running container; nothing left"
 	},
+	"CheckpointPod": func(f *fpEnv, step, mode string) string {
+		_, podID, ids := f.runTwoCounters("fp")
+		out := f.t.TempDir()
+		req := &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: []string{ids["a"], ids["b"]}}
+		f.arm(step, mode)
+		_, err := f.rt().CheckpointPod(f.ctx(), req)
+		f.injected(step, mode, err)
+		noCheckpointLeftovers(f.t, f.d)
+		if entries, _ := os.ReadDir(out); len(entries) != 0 {
+			f.t.Errorf("a failed pod checkpoint left %v in its directory", entries)
+		}
+		for name, id := range ids {
+			if st := f.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				f.t.Errorf("container %s after a failed pod checkpoint: %s, want RUNNING", name, st.State)
+				continue
+			}
+			first := f.counter(id)
+			eventually(f.t, 10*time.Second, "counter "+name+" to count on (thawed)", func() bool { return f.counter(id) > first })
+		}
+		if _, err := f.rt().CheckpointPod(f.ctx(), req); err != nil {
+			f.t.Errorf("CheckpointPod again: %v", err)
+		} else if _, err := os.Stat(filepath.Join(out, "checkpoint", "pod.json")); err != nil {
+			f.t.Errorf("CheckpointPod again wrote no pod.json: %v", err)
+		}
+		f.removeAllAndCheck(f.t)
+		return "the output dir empty, no work dir, no runc/CRIU process; both containers RUNNING and counting (thawed); the retry writes the checkpoint; nothing left"
+	},
+	"RestorePod": func(f *fpEnv, step, mode string) string {
+		_, podID, ids := f.runTwoCounters("fp-src")
+		out := f.t.TempDir()
+		if _, err := f.rt().CheckpointPod(f.ctx(), &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: []string{ids["a"], ids["b"]}}); err != nil {
+			f.t.Fatalf("CheckpointPod: %v", err)
+		}
+		dst := f.podConfig("fp-dst")
+		req := &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: dst, ContainerConfigs: []*runtimeapi.ContainerConfig{
+			f.ctrConfig("a", counterCmd...), f.ctrConfig("b", counterCmd...),
+		}}
+		f.arm(step, mode)
+		_, err := f.rt().RestorePod(f.ctx(), req)
+		f.injected(step, mode, err)
+		if pods := f.listPods(); len(pods) != 1 || pods[0] != podID {
+			f.t.Errorf("pods after a failed restore: %v, want the source %s alone", pods, podID)
+		}
+		noCheckpointLeftovers(f.t, f.d)
+		resp, err := f.rt().RestorePod(f.ctx(), req)
+		if err != nil {
+			f.t.Fatalf("RestorePod again: %v", err)
+		}
+		for _, rc := range resp.RestoredContainers {
+			f.start(rc.ContainerId)
+			f.waitState(rc.ContainerId, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		}
+		f.removeAllAndCheck(f.t)
+		return "no restored pod listed (removed, or at restart), no work dir; the retry restores both containers; nothing left"
+	},
 	"RemoveImage": func(f *fpEnv, step, mode string) string {
 		before := f.imageFiles()
 		ref := &runtimeapi.ImageSpec{Image: f.reg.ref}
@@ -493,11 +548,11 @@ var failpointDrivers = map[string]func(f *fpEnv, step, mode string) string{
 	},
 }
 
-func (f *fpEnv) listPods() []string {
-	f.t.Helper()
-	resp, err := f.rt().ListPodSandbox(f.ctx(), &runtimeapi.ListPodSandboxRequest{})
+func (e *env) listPods() []string {
+	e.t.Helper()
+	resp, err := e.rt().ListPodSandbox(e.ctx(), &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		f.t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	var ids []string
 	for _, p := range resp.Items {
@@ -668,7 +723,7 @@ func shortSkips(op, step string) bool {
 // a checkpoint needs a criu that passes its check, and past its first
 // step one that can dump.
 func failpointNeeds(op, step string) string {
-	if op != "CheckpointContainer" && op != "RestoreContainer" {
+	if op != "CheckpointContainer" && op != "RestoreContainer" && op != "CheckpointPod" && op != "RestorePod" {
 		return ""
 	}
 	find := testutil.FindDumpingCriu

@@ -2,16 +2,45 @@ package archive
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/crib-dev/crib/internal/snapshot"
 )
+
+// The annotations that mark an OCI image made from a checkpoint archive
+// (the archive's files as its one layer): checkpointctl's and buildah's
+// name, and CRI-O's older one. Either names the checkpointed container.
+const (
+	ImageAnnotation     = "org.criu.checkpoint.container.name"
+	CRIOImageAnnotation = "io.kubernetes.cri-o.annotations.checkpoint.name"
+)
+
+// IsImage reports whether an image with these manifest annotations and
+// config labels is a checkpoint image (kaniko can set a label alone).
+func IsImage(annotations, labels map[string]string) bool {
+	for _, m := range []map[string]string{annotations, labels} {
+		if _, ok := m[ImageAnnotation]; ok {
+			return true
+		}
+		if _, ok := m[CRIOImageAnnotation]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // IsArchive reports whether image, a container's image as CRI names it,
 // is a checkpoint archive to restore: an absolute path to a .tar file, as
@@ -44,11 +73,45 @@ func ReadConfig(p string) (ContainerConfig, error) {
 	return cfg, nil
 }
 
+// ReadSpec reads spec.dump, the checkpointed container's OCI spec, from
+// the archive at p.
+func ReadSpec(p string) (specs.Spec, error) {
+	var spec specs.Spec
+	found := false
+	err := walk(p, func(name string, hdr *tar.Header, r io.Reader) error {
+		if name != SpecDumpFile {
+			return nil
+		}
+		found = true
+		return json.NewDecoder(r).Decode(&spec)
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("no %s in it", SpecDumpFile)
+	}
+	if err != nil {
+		return spec, fmt.Errorf("checkpoint archive %s: %w", p, err)
+	}
+	return spec, nil
+}
+
 // Unpack writes the archive's CRIU images into the directory images, and
 // applies its writable layer to rootfs, the new container's mounted root:
-// rootfs-diff.tar's files, then deleted.files removed. Every path stays
-// inside its directory (os.Root).
-func Unpack(p, images, rootfs string) error {
+// rootfs-diff.tar's files, through the extractor image layers go through
+// (snapshot.Apply, within limits), then deleted.files removed. Every path
+// stays inside its directory, and the files written hold no more bytes
+// than the archive does. idmap, when set, maps the owners of the
+// writable layer's files (a restore into another user namespace).
+func Unpack(ctx context.Context, p, images, rootfs string, limits snapshot.Limits, idmap func(uid, gid int) (int, int)) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("unpack checkpoint archive: %w", err)
+	}
+	// What a tar holds is no larger than the tar: a sparse entry declares
+	// more. A directory's files are on disk already.
+	budget := fi.Size()
+	if fi.IsDir() {
+		budget = math.MaxInt64
+	}
 	if err := os.MkdirAll(images, 0o700); err != nil {
 		return err
 	}
@@ -70,9 +133,20 @@ func Unpack(p, images, rootfs string) error {
 			if hdr.Typeflag != tar.TypeReg || rel == "" || strings.Contains(rel, "/") {
 				return nil // CRIU's images are a flat directory
 			}
+			if hdr.Size > budget {
+				return fmt.Errorf("%s declares %d bytes, more than the archive holds: %w", name, hdr.Size, errdefs.ErrInvalidArgument)
+			}
+			budget -= hdr.Size
 			return writeFile(imgRoot, rel, 0o600, r)
 		case name == RootFsDiffTar:
-			return applyDiff(fsRoot, r)
+			if hdr.Size > budget {
+				return fmt.Errorf("%s declares %d bytes, more than the archive holds: %w", name, hdr.Size, errdefs.ErrInvalidArgument)
+			}
+			budget -= hdr.Size
+			if err := snapshot.Apply(ctx, rootfs, r, hdr.Size, limits, idmap); err != nil {
+				return fmt.Errorf("%s: %w", RootFsDiffTar, err)
+			}
+			return nil
 		case name == DeletedFilesFile:
 			return json.NewDecoder(r).Decode(&deleted)
 		}
@@ -93,55 +167,27 @@ func Unpack(p, images, rootfs string) error {
 	return nil
 }
 
-// applyDiff unpacks the writable layer's tar into root.
-func applyDiff(root *os.Root, r io.Reader) error {
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", RootFsDiffTar, err)
-		}
-		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
-		if name == "" {
-			continue
-		}
-		mode := fs.FileMode(hdr.Mode).Perm()
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := root.MkdirAll(name, mode); err != nil {
-				return err
-			}
-			if err := root.Chmod(name, mode); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-				return err
-			}
-			_ = root.Remove(name)
-			if err := writeFile(root, name, mode, tr); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			_ = root.Remove(name)
-			if err := root.Symlink(hdr.Linkname, name); err != nil {
-				return err
-			}
-		case tar.TypeLink:
-			_ = root.Remove(name)
-			if err := root.Link(strings.TrimPrefix(path.Clean("/"+hdr.Linkname), "/"), name); err != nil {
-				return err
-			}
-		default:
-			continue // devices and fifos: not made by a restore
-		}
-		if err := root.Lchown(name, hdr.Uid, hdr.Gid); err != nil {
+func walkDir(dir string, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-	}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), Typeflag: tar.TypeReg, Size: fi.Size(), Mode: int64(fi.Mode().Perm())}
+		return fn(filepath.ToSlash(rel), hdr, io.LimitReader(f, fi.Size()))
+	})
 }
 
 func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader) error {
@@ -156,13 +202,18 @@ func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader) error 
 	return f.Close()
 }
 
-// walk calls fn with each entry of the tar at p, its name cleaned.
+// walk calls fn with each entry of the tar at p, its name cleaned; or,
+// when p is a directory (a checkpoint image's layer, unpacked), with each
+// regular file under it.
 func walk(p string, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return walkDir(p, fn)
+	}
 	tr := tar.NewReader(f)
 	for {
 		hdr, err := tr.Next()

@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
+)
+
+// TestCheckpointUserNamespace checkpoints a counter in a pod of its own
+// user namespace (hostUsers: false): the archive is whole and the counter
+// runs on. Its restore into another such pod is refused (see create.go).
+func TestCheckpointUserNamespace(t *testing.T) {
+	testutil.CriuDumps(t)
+	e := checkpointEnv(t, testutil.CriuConfig())
+	e.requireUserNamespaces()
+	src := e.usernsPod("ckpt-userns-src", 33<<16)
+	srcID := e.runPod(src)
+	id := e.run(srcID, src, e.usernsCtr(src, "counter", counterCmd...))
+	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	eventually(t, 30*time.Second, "the counter to pass 20", func() bool { return e.counter(id) > 20 })
+	loc := filepath.Join(t.TempDir(), "counter.tar")
+	if _, err := e.rt().CheckpointContainer(e.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: loc}); err != nil {
+		log := e.d.ReadLog()
+		i := strings.Index(log, "CRIU dump failed")
+		if i >= 0 {
+			log = log[i:min(len(log), i+3000)]
+		}
+		t.Fatalf("CheckpointContainer of a user-namespaced container: %v\n%s", err, log)
+	}
+	checkpointctl(t, loc, "counter")
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("container after its checkpoint: %s, want RUNNING", st.State)
+	}
+	first := e.counter(id)
+	eventually(t, 10*time.Second, "the counter to go on after the checkpoint", func() bool { return e.counter(id) > first })
+	noCheckpointLeftovers(t, e.d)
+
+	// The restore into another user-namespaced pod: refused at creation
+	// (CRIU 4.1.1, through runc, cannot enter the pod's network namespace
+	// once it joined its user namespace: setns EPERM), nothing made.
+	dst := e.usernsPod("ckpt-userns-dst", 34<<16)
+	dstID := e.runPod(dst)
+	cfg := e.usernsCtr(dst, "counter", counterCmd...)
+	cfg.Image = &runtimeapi.ImageSpec{Image: loc}
+	_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: dstID, Config: cfg, SandboxConfig: dst})
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "user namespace") {
+		t.Errorf("restore into a user-namespaced pod: %v, want Unimplemented naming the user namespace", err)
+	}
+	resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: dstID}})
+	if lerr != nil || len(resp.Containers) != 0 {
+		t.Errorf("containers in the pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
+	}
+}
