@@ -227,7 +227,7 @@ func (m *Manager) forget(es []*entry) error {
 	m.mu.Lock()
 	for i, e := range es {
 		cs[i] = e.c
-		delete(m.byID, e.c.ID)
+		m.unindex(e.c.SandboxID, e.c.ID)
 		m.publish(events.Deleted, &cs[i])
 	}
 	m.mu.Unlock()
@@ -387,15 +387,14 @@ func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
 	return errors.Join(errs...)
 }
 
-// idsInSandbox lists the ids of the sandbox's containers.
+// idsInSandbox lists the ids of the sandbox's containers, from the
+// sandbox's index: its cost is the pod's containers, not the node's.
 func (m *Manager) idsInSandbox(sandboxID string) []string {
-	var ids []string
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	for id, e := range m.byID {
-		if e.c.SandboxID == sandboxID {
-			ids = append(ids, id)
-		}
+	ids := make([]string, 0, len(m.bySandbox[sandboxID]))
+	for id := range m.bySandbox[sandboxID] {
+		ids = append(ids, id)
 	}
 	return ids
 }
