@@ -88,6 +88,10 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	var level slog.LevelVar
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
+	if err := servePprof(stderr); err != nil {
+		fmt.Fprintf(stderr, "crib daemon: %v\n", err)
+		return 1
+	}
 
 	self, err := os.Executable()
 	if err != nil {

@@ -155,6 +155,9 @@ type Manager struct {
 
 	mu   sync.RWMutex
 	byID map[string]*entry
+	// bySandbox indexes byID by the containers' sandbox, so that a pod's
+	// stop and removal find its containers without a scan of the node's.
+	bySandbox map[string]map[string]*entry
 
 	// rtMu guards cfg.Runtimes, which a
 	// configuration reload replaces (SetRuntimes).
@@ -269,6 +272,32 @@ func (m *Manager) entry(id string) (*entry, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return ids.Find(m.byID, id, "container")
+}
+
+// index adds e to byID and bySandbox; the caller holds mu.
+func (m *Manager) index(e *entry) {
+	m.byID[e.c.ID] = e
+	if m.bySandbox == nil {
+		m.bySandbox = map[string]map[string]*entry{}
+	}
+	in := m.bySandbox[e.c.SandboxID]
+	if in == nil {
+		in = map[string]*entry{}
+		m.bySandbox[e.c.SandboxID] = in
+	}
+	in[e.c.ID] = e
+}
+
+// unindex removes the container id of sandbox from byID and bySandbox;
+// the caller holds mu.
+func (m *Manager) unindex(sandbox, id string) {
+	delete(m.byID, id)
+	if in := m.bySandbox[sandbox]; in != nil {
+		delete(in, id)
+		if len(in) == 0 {
+			delete(m.bySandbox, sandbox)
+		}
+	}
 }
 
 // List returns every container, oldest first.

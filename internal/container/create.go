@@ -302,7 +302,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	m.images.Retain(c.ChainIDs)
 	e := &entry{c: *c, exited: make(chan struct{})}
 	m.mu.Lock()
-	m.byID[id] = e
+	m.index(e)
 	m.publish(lifecycle.Created, c)
 	m.mu.Unlock()
 	m.log.Info("container created", "container", id, "sandbox", sb.ID, "name", cfg.GetMetadata().GetName())

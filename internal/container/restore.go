@@ -58,7 +58,7 @@ func (m *Manager) Restore(ctx context.Context) error {
 			}
 		}
 		e := &entry{c: *c, exited: make(chan struct{})}
-		m.byID[c.ID] = e
+		m.index(e)
 		m.names.Hold(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
 		switch {
 		case c.State == Running:

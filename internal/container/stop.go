@@ -231,7 +231,7 @@ func (m *Manager) forget(es []*entry) error {
 	m.mu.Lock()
 	for i, e := range es {
 		cs[i] = e.c
-		delete(m.byID, e.c.ID)
+		m.unindex(e.c.SandboxID, e.c.ID)
 		m.publish(lifecycle.Deleted, &cs[i])
 	}
 	m.mu.Unlock()
@@ -263,22 +263,13 @@ func (m *Manager) mountDirs(c *Container) []string {
 }
 
 // teardown deletes the runtime's container and every file and mount of c,
-// whatever state it got to.
+// whatever state it got to. The caller holds c's op lock (nothing mounts
+// under its mountDirs without it). The mounts are found by walking those
+// directories, not the node's mount table, which grows with every pod.
 func (m *Manager) teardown(ctx context.Context, c *Container) error {
-	mounts, err := mount.Under(m.mountDirs(c)...)
-	return m.teardownWith(ctx, c, mounts, err)
-}
-
-// teardownWith is teardown with the mount points under c's mountDirs,
-// deepest first, read after the caller took c's op lock (nothing mounts
-// there without it), or the error of that reading.
-func (m *Manager) teardownWith(ctx context.Context, c *Container, mounts []string, mountsErr error) error {
 	var errs []error
 	rt, rtErr := m.runtime(c.RuntimeHandler)
-	unmountErr := mountsErr
-	if unmountErr == nil {
-		unmountErr = mount.UnmountAll(mounts)
-	}
+	unmountErr := mount.UnmountTree(m.mountDirs(c)...)
 	// Each step below is done again by a removal retried, or by the
 	// rollback at restart, however far this one got.
 	if unmountErr == nil {
@@ -381,14 +372,9 @@ func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
 	if len(stopped) == 0 {
 		return errors.Join(errs...)
 	}
-	var dirs []string
-	for _, r := range stopped {
-		dirs = append(dirs, m.mountDirs(&r.c)...)
-	}
-	mounts, mountsErr := mount.Under(dirs...)
 	var gone []*entry
 	eachConcurrently(stopped, func(r *removal) {
-		err := m.teardownWith(ctx, &r.c, mount.Within(mounts, m.mountDirs(&r.c)...), mountsErr)
+		err := m.teardown(ctx, &r.c)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -408,15 +394,14 @@ func (m *Manager) RemoveInSandbox(ctx context.Context, sandboxID string) error {
 	return errors.Join(errs...)
 }
 
-// idsInSandbox lists the ids of the sandbox's containers.
+// idsInSandbox lists the ids of the sandbox's containers, from the
+// sandbox's index: its cost is the pod's containers, not the node's.
 func (m *Manager) idsInSandbox(sandboxID string) []string {
-	var ids []string
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	for id, e := range m.byID {
-		if e.c.SandboxID == sandboxID {
-			ids = append(ids, id)
-		}
+	ids := make([]string, 0, len(m.bySandbox[sandboxID]))
+	for id := range m.bySandbox[sandboxID] {
+		ids = append(ids, id)
 	}
 	return ids
 }

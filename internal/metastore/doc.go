@@ -10,5 +10,7 @@
 // record types and keep the in-memory indexes of the hot path. Each Put or
 // Delete is one bbolt transaction, so a record is either wholly written or
 // not at all, whenever the process dies; DeleteAll removes several records
-// in one transaction, all or none.
+// in one transaction, all or none. Writes that arrive while another commits
+// share the next transaction and its sync to disk (group commit), each
+// returning only once it is on disk.
 package metastore

@@ -12,7 +12,8 @@ import (
 
 // DB is crib's metadata database.
 type DB struct {
-	bolt *bolt.DB
+	bolt   *bolt.DB
+	writes committer
 }
 
 // Open opens (creating if needed) the database at path.
@@ -21,7 +22,7 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metadata %s: %w", path, err)
 	}
-	return &DB{bolt: db}, nil
+	return &DB{bolt: db, writes: committer{db: db}}, nil
 }
 
 // Close closes the database.
@@ -42,7 +43,7 @@ func (d *DB) Put(kind, id string, version int, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", kind, id, err)
 	}
-	err = d.bolt.Update(func(tx *bolt.Tx) error {
+	err = d.writes.update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(kind))
 		if err != nil {
 			return err
@@ -57,7 +58,7 @@ func (d *DB) Put(kind, id string, version int, v any) error {
 
 // Delete removes the record id of kind; a missing record is not an error.
 func (d *DB) Delete(kind, id string) error {
-	err := d.bolt.Update(func(tx *bolt.Tx) error {
+	err := d.writes.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(kind))
 		if b == nil {
 			return nil
@@ -77,7 +78,7 @@ func (d *DB) DeleteAll(kind string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := d.bolt.Update(func(tx *bolt.Tx) error {
+	err := d.writes.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(kind))
 		if b == nil {
 			return nil

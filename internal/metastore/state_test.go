@@ -2,6 +2,8 @@ package metastore
 
 import (
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,5 +93,57 @@ func TestDeleteAll(t *testing.T) {
 	_ = db.ForEach("things", []int{1}, func(id string, _ func(any) error) error { left = append(left, id); return nil })
 	if diff := cmp.Diff([]string{"b"}, left); diff != "" {
 		t.Errorf("records left (-want +got):\n%s", diff)
+	}
+}
+
+// TestConcurrentWritesShareCommits: writers that run at once, grouped into
+// shared transactions, each find their record written on return, and one
+// that fails (a kind bbolt refuses) fails alone, not the writes that
+// shared its transaction.
+func TestConcurrentWritesShareCommits(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const writers = 64
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			kind := "things"
+			if i == writers/2 {
+				kind = "" // bbolt: a bucket name is required
+			}
+			id := strconv.Itoa(i)
+			if errs[i] = db.Put(kind, id, 1, rec{id, i}); errs[i] != nil {
+				return
+			}
+			if i%2 == 0 {
+				errs[i] = db.Delete(kind, id)
+			}
+		})
+	}
+	wg.Wait()
+	got := map[string]bool{}
+	err = db.ForEach("things", []int{1}, func(id string, _ func(any) error) error {
+		got[id] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		id := strconv.Itoa(i)
+		switch {
+		case i == writers/2:
+			if err == nil {
+				t.Errorf("writer %d (kind \"\"): no error", i)
+			}
+		case err != nil:
+			t.Errorf("writer %d: %v", i, err)
+		case got[id] != (i%2 == 1):
+			t.Errorf("record %s present = %v after its writer returned; want %v", id, got[id], i%2 == 1)
+		}
 	}
 }

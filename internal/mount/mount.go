@@ -184,8 +184,20 @@ func Under(dirs ...string) ([]string, error) {
 	return points, nil
 }
 
-// IsMountPoint reports whether path is itself a mount point.
+// IsMountPoint reports whether path is itself a mount point: by its statx,
+// or on a kernel that cannot tell, by the mount table. A path that does
+// not exist is none.
 func IsMountPoint(path string) (bool, error) {
+	root, ok, err := isMountRoot(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("is %s a mount point: %w", path, err)
+	}
+	if ok {
+		return root, nil
+	}
 	points, err := Under(path)
 	if err != nil {
 		return false, err

@@ -134,7 +134,7 @@ func loopbackUp() error {
 // Remove unpins every namespace under dir and deletes dir. A dir that does
 // not exist is fine.
 func Remove(dir string) error {
-	if err := mount.UnmountUnder(dir); err != nil {
+	if err := mount.UnmountTree(dir); err != nil {
 		return fmt.Errorf("unpin namespaces: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {

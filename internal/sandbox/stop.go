@@ -153,7 +153,7 @@ func (m *Manager) teardown(ctx context.Context, s *Sandbox) error {
 		return err
 	}
 	var errs []error
-	if err := mount.UnmountUnder(s.Dir); err != nil {
+	if err := mount.UnmountTree(s.Dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(s.Dir); err != nil {

@@ -107,6 +107,10 @@ type scaleSide struct {
 type scaleFigures struct {
 	start, teardown, startCPU, teardownCPU time.Duration
 	perPod, idle, afterRSS, mounts         float64
+	// curve is the mean start of a pod (RunPodSandbox to its container
+	// started, ms) by the pods already held, and teardownCurve that of
+	// its stop and remove, at the points of curvePoints.
+	curve, teardownCurve map[int]float64
 }
 
 func (f *scaleFigures) add(g scaleFigures) {
@@ -118,6 +122,51 @@ func (f *scaleFigures) add(g scaleFigures) {
 	f.perPod += g.perPod
 	f.idle += g.idle
 	f.afterRSS += g.afterRSS
+	for _, c := range []struct {
+		into *map[int]float64
+		from map[int]float64
+	}{{&f.curve, g.curve}, {&f.teardownCurve, g.teardownCurve}} {
+		if *c.into == nil {
+			*c.into = map[int]float64{}
+		}
+		for k, v := range c.from {
+			(*c.into)[k] += v
+		}
+	}
+}
+
+// curveWindow is how many pods each point of a curve averages over.
+const curveWindow = 50
+
+// curvePoints are the pods held at which the curves are reported: 0, 200,
+// 500 and 1,000 where there are that many, and always the last window.
+func curvePoints(pods int) []int {
+	var points []int
+	for _, p := range []int{0, 200, 500, 1000} {
+		if p+curveWindow <= pods {
+			points = append(points, p)
+		}
+	}
+	if last := max(pods-curveWindow, 0); len(points) == 0 || points[len(points)-1] != last {
+		points = append(points, last)
+	}
+	return points
+}
+
+// curve is the mean of took (each pod's time, by the order the pods were
+// handed out) over the window at each of curvePoints, in ms. With 8
+// workers the i-th pod starts with about i pods held.
+func curve(took []time.Duration) map[int]float64 {
+	out := map[int]float64{}
+	for _, p := range curvePoints(len(took)) {
+		var sum time.Duration
+		end := min(p+curveWindow, len(took))
+		for _, d := range took[p:end] {
+			sum += d
+		}
+		out[p] = float64(sum.Microseconds()) / 1000 / float64(end-p)
+	}
+	return out
 }
 
 func (f *scaleFigures) report(b *testing.B, side string, n float64) {
@@ -130,6 +179,17 @@ func (f *scaleFigures) report(b *testing.B, side string, n float64) {
 	b.ReportMetric(float64(f.startCPU.Milliseconds())/n/pods, side+"-start-cpu-ms/pod")
 	b.ReportMetric(float64(f.teardownCPU.Milliseconds())/n/pods, side+"-teardown-cpu-ms/pod")
 	b.ReportMetric(f.mounts/n, side+"-host-mounts/pod")
+	points := curvePoints(int(pods))
+	for _, p := range points {
+		b.ReportMetric(f.curve[p]/n, fmt.Sprintf("%s-start-ms@%d", side, p))
+	}
+	// The teardown of pod i happens with about pods-i held.
+	for _, p := range points {
+		b.ReportMetric(f.teardownCurve[p]/n, fmt.Sprintf("%s-teardown-ms@%d", side, int(pods)-p))
+	}
+	if first := f.curve[points[0]]; first > 0 {
+		b.ReportMetric(f.curve[points[len(points)-1]]/first, side+"-start-last/first")
+	}
 }
 
 func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods int) scaleFigures {
@@ -138,18 +198,23 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 	var f scaleFigures
 	f.idle = s.rss()
 	ids := make([]string, pods)
+	took := make([]time.Duration, pods)
 	mounts := mountCount(b)
+	hold(b, "start")
 	cpu := machineCPU(b)
 	start := time.Now()
 	err := eachAtOnce(pods, func(i int) error {
 		pod, ctr := podConfigs(image, fmt.Sprintf("scale-%d", i), hostNetwork)
+		began := time.Now()
 		id, err := runPod(ctx, s.rt, pod, ctr)
+		took[i] = time.Since(began)
 		ids[i] = id
 		return err
 	})
 	f.start = time.Since(start)
 	f.startCPU = machineCPU(b) - cpu
 	f.mounts = float64(mountCount(b)-mounts) / float64(pods)
+	f.curve = curve(took)
 	if err != nil {
 		// containerd's pods have no harness to remove them.
 		for _, id := range ids {
@@ -159,14 +224,21 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 		}
 		b.Fatal(err)
 	}
+	hold(b, "held")
 	settle(b)
 	f.perPod = pssMiB(b, s.procs()) / float64(pods)
 	cpu = machineCPU(b)
 	start = time.Now()
-	if err := eachAtOnce(pods, func(i int) error { return stopAndRemove(ctx, s.rt, ids[i]) }); err != nil {
+	if err := eachAtOnce(pods, func(i int) error {
+		began := time.Now()
+		err := stopAndRemove(ctx, s.rt, ids[i])
+		took[i] = time.Since(began)
+		return err
+	}); err != nil {
 		b.Fatal(err)
 	}
 	f.teardown = time.Since(start)
+	f.teardownCurve = curve(took)
 	f.teardownCPU = machineCPU(b) - cpu
 	settle(b)
 	f.afterRSS = s.rss()
@@ -280,4 +352,27 @@ func eachAtOnce(n int, do func(i int) error) error {
 	close(next)
 	wg.Wait()
 	return first
+}
+
+// hold pauses a scale run at the point named (start: before the pods
+// start; held: with them running, before they go) when
+// CRIB_BENCH_SCALE_HOLD names a path, for profiling or tracing the daemon,
+// its monitors and runc at that density: it makes the file PATH.point and
+// goes on once that file is removed.
+func hold(b *testing.B, point string) {
+	b.Helper()
+	path := os.Getenv("CRIB_BENCH_SCALE_HOLD")
+	if path == "" {
+		return
+	}
+	path += "." + point
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(path); err != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
