@@ -122,21 +122,6 @@ func UnmountAll(points []string) error {
 	return errors.Join(errs...)
 }
 
-// Within are those of points, in their order, at or below one of dirs: one
-// reading of Under shared by callers that each own some of its dirs.
-func Within(points []string, dirs ...string) []string {
-	var out []string
-	for _, p := range points {
-		for _, d := range dirs {
-			if isAtOrBelow(p, strings.TrimSuffix(d, "/")) {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // isAtOrBelow reports whether path p is dir or below it; neither ends in a
 // slash.
 func isAtOrBelow(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

@@ -73,15 +73,3 @@ func TestUnder(t *testing.T) {
 		t.Errorf("after UnmountUnder: %q mounted, want only %s", got, other)
 	}
 }
-
-func TestWithin(t *testing.T) {
-	points := []string{"/a/b/c", "/a/bc", "/a/b", "/x", "/a"}
-	got := Within(points, "/a/b/", "/x")
-	want := []string{"/a/b/c", "/a/b", "/x"}
-	if !slices.Equal(got, want) {
-		t.Errorf("Within: got %q, want %q", got, want)
-	}
-	if got := Within(points); got != nil {
-		t.Errorf("Within with no dirs: got %q, want none", got)
-	}
-}
