@@ -671,6 +671,9 @@ func failpointNeeds(op, step string) string {
 	if op != "CheckpointContainer" && op != "RestoreContainer" {
 		return ""
 	}
+	if why := testutil.RuntimeCheckpointMissing(); why != "" {
+		return why
+	}
 	find := testutil.FindDumpingCriu
 	if step == "CheckpointContainer/intent" {
 		find = testutil.FindCriu
