@@ -70,13 +70,19 @@ func BenchmarkPodStartCrun(b *testing.B) {
 		onCrun += t
 		runcPod, t := startOn("runc", fmt.Sprintf("runc-%d", i))
 		onRunc += t
-		id := fmt.Sprintf("bench-%d", i)
-		bareRunc += runBare("runc", id)
+		// Apart: without a cgroupsPath each runtime makes a cgroup named
+		// after the id.
+		id := fmt.Sprintf("bench-crun-%d", i)
+		bareRunc += runBare("runc", "runc-"+id)
 		bareCrun += runBare(crun, id)
 
 		b.StopTimer()
 		for binary, root := range bare {
-			if out, err := exec.Command(binary, "--root", root, "delete", "--force", id).CombinedOutput(); err != nil {
+			ctr := id
+			if binary == "runc" {
+				ctr = "runc-" + id
+			}
+			if out, err := exec.Command(binary, "--root", root, "delete", "--force", ctr).CombinedOutput(); err != nil {
 				b.Fatalf("%s delete: %v: %s", binary, err, out)
 			}
 		}
