@@ -71,6 +71,9 @@ bench ./test/bench/ 'PodStart$|PodStartNetwork|AgentPodStart' "${BENCHTIME:-30x}
 runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 PATH=$(dirname "$runc_bin"):$PATH bench ./test/bench/ 'PodStartUserNamespace' "${BENCHTIME:-30x}"
 PATH=$(dirname "$runc_bin"):$PATH bench ./test/bench/ 'PodTeardown' "${BENCHTIME:-30x}"
+# Pod start on crib's crun handler against the bare runc floor, on that runc.
+CRIB_BENCH_CRUN=$(scripts/build-crun.sh | tail -n1) PATH=$(dirname "$runc_bin"):$PATH \
+	bench ./test/bench/ 'PodStartCrun' "${BENCHTIME:-30x}"
 bench ./test/bench/ 'PullImage' "${PULL_BENCHTIME:-10x}"
 bench ./test/bench/ 'ContainerLog' "${CONTAINER_LOG_BENCHTIME:-3x}"
 bench ./internal/monitor/ 'LogWriter' "${LOG_BENCHTIME:-10x}"

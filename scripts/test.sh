@@ -38,6 +38,9 @@ echo "runc for the host's tests: $(runc --version | head -n1)"
 criu_bin=$(../shared/conformance/build-criu.sh | tail -n1)
 export CRIB_CRIU=$criu_bin CRIB_REQUIRE_CRIU=1
 command -v checkpointctl >/dev/null || GOFLAGS= go install github.com/checkpoint-restore/checkpointctl@v1.6.0
+# crun, CRI-O's default runtime, as a second handler the tests and critest also run on: 1.21 from trixie's
+# source (bookworm's 1.8.1 has no `crun features`). Idempotent.
+crun_bin=$(scripts/build-crun.sh | tail -n1)
 
 echo "== gofmt"
 unformatted=$(gofmt -l cmd internal scripts test)
@@ -66,6 +69,16 @@ for target in internal/sandbox:FuzzValidateSandboxConfig internal/container:Fuzz
 done
 echo "== critest"
 test/conformance/run.sh
+# The same on crun as the default handler (about as long as on runc), and the
+# integration tests of a pod's life on it: lifecycle, exec, attach, logs, user
+# namespaces, cgroups, mounts, the failure points (about 3 min in all).
+echo "== critest on crun"
+CRIB_RUNTIME=$crun_bin test/conformance/run.sh
+echo "== integration tests on crun"
+crun_tests='PodAndContainerLifecycle|ExecSync|StreamingExec|StreamingAttach|CRILogFormatAndReopen|UserNamespacePod'
+crun_tests+='|UserNamespaceSetuidAndSharedPID|UserNamespaceHostNetwork|CgroupLimitsAndUpdate|OOMKilled|MountOptions'
+crun_tests+='|RemoveUnmountsRuntimeLeftovers|StopContainerSignals|Failpoints|CheckpointContainer'
+CRIB_TEST_RUNTIME=$crun_bin go test -count=1 -timeout 20m -run "^Test($crun_tests)\$" ./test/integration
 echo "== node agent scenarios against containerd"
 if command -v containerd >/dev/null; then
 	scripts/agent-containerd.sh -count=1 -run TestScenarios

@@ -99,6 +99,9 @@ func (s *Service) Checkpoint(ctx context.Context, req Request) error {
 		return err
 	}
 	return s.containers.WhileRunning(req.ContainerID, func(c container.Live) error {
+		if c.Runtime != nil && c.Runtime.Support.CheckpointMissing != "" {
+			return fmt.Errorf("checkpoint container %s: %s: %w", c.Container.ID, c.Runtime.Support.CheckpointMissing, errdefs.ErrFailedPrecondition)
+		}
 		start := time.Now()
 		if err := s.checkpoint(ctx, c, req); err != nil {
 			return fmt.Errorf("checkpoint container %s: %w", c.Container.ID, err)

@@ -56,6 +56,7 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 		h := cri.Handler{Name: name, Support: ociruntime.Support{
 			RecursiveReadOnly:     kernelRRO && slices.Contains(features.MountOptions, "rro"),
 			UserNamespacesMissing: userNamespacesMissing(path, features, kernelIDMap),
+			CheckpointMissing:     features.CheckpointMissing(path),
 		}}
 		if !h.UserNamespaces() {
 			d.log.Info("pods of this handler cannot have user namespaces of their own", "handler", name, "missing", h.UserNamespacesMissing)

@@ -80,7 +80,11 @@ func (r *Runtime) Version(ctx context.Context) (string, error) {
 // runtime features document). Runtimes too old to answer have none.
 type Features struct {
 	MountOptions []string `json:"mountOptions"`
-	Linux        struct {
+	// Annotations are the runtime's own facts; runc and crun say whether
+	// they can checkpoint ("org.opencontainers.runc.checkpoint.enabled",
+	// "run.oci.crun.checkpoint.enabled").
+	Annotations map[string]string `json:"annotations"`
+	Linux       struct {
 		MountExtensions struct {
 			IDMap struct {
 				Enabled bool `json:"enabled"`
@@ -102,6 +106,27 @@ func (r *Runtime) Features(ctx context.Context) (Features, error) {
 	return f, nil
 }
 
+// CheckpointMissing says why the runtime cannot checkpoint, from its
+// features: "" when an annotation ending in ".checkpoint.enabled" is "true",
+// or when none is there (a runtime that does not say is asked anyway).
+// crun built without CRIU (as on Debian 12, which has no libcriu) says
+// "false": crib then refuses up front, naming the runtime.
+func (f Features) CheckpointMissing(binary string) string {
+	said := false
+	for k, v := range f.Annotations {
+		if strings.HasSuffix(k, ".checkpoint.enabled") {
+			if v == "true" {
+				return ""
+			}
+			said = true
+		}
+	}
+	if said {
+		return fmt.Sprintf("the OCI runtime %s was built without checkpoint/restore (its features say checkpoint.enabled false)", binary)
+	}
+	return ""
+}
+
 // Support is what a runtime handler makes possible on this host: its
 // runtime's features and the kernel's together.
 type Support struct {
@@ -111,6 +136,9 @@ type Support struct {
 	// their own (id-mapped mounts in the runtime, id-mapped overlay layers
 	// in the kernel); otherwise it says what is missing.
 	UserNamespacesMissing string
+	// CheckpointMissing is empty when the runtime can checkpoint
+	// containers with CRIU; otherwise it says why not.
+	CheckpointMissing string
 }
 
 // UserNamespaces reports whether pods can have user namespaces of their own.

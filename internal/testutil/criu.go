@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
 // RequireCriuEnv, when set, turns a missing or broken criu from a skip into
@@ -64,11 +67,32 @@ func findCriu() (string, string) {
 // saying why (fails it when CRIB_REQUIRE_CRIU is set).
 func Criu(t testing.TB) string {
 	t.Helper()
+	if why := RuntimeCheckpointMissing(); why != "" {
+		// Not a broken host: crib refuses checkpoints on such a handler
+		// by design (FailedPrecondition naming the runtime).
+		t.Skip(why)
+	}
 	p, why := FindCriu()
 	if p == "" {
 		skipOrFailCriu(t, why)
 	}
 	return p
+}
+
+// RuntimeCheckpointMissing says why the default runtime of test daemons
+// (DefaultRuntime) cannot checkpoint, by its features as crib reads them;
+// "" when it can or does not say.
+func RuntimeCheckpointMissing() string {
+	_, bin := DefaultRuntime()
+	out, err := exec.Command(bin, "features").Output()
+	if err != nil {
+		return ""
+	}
+	var f ociruntime.Features
+	if json.Unmarshal(out, &f) != nil {
+		return ""
+	}
+	return f.CheckpointMissing(bin)
 }
 
 // CriuDumps is Criu for a test that needs a dump to succeed: it also

@@ -201,6 +201,8 @@ func cgroupDriverOf(parent string) string {
 
 func (d *Daemon) configTOML(level string, registries map[string][]string) []byte {
 	var b strings.Builder
+	handler, _ := DefaultRuntime()
+	fmt.Fprintf(&b, "default_runtime = %s\n", strconv.Quote(handler))
 	fmt.Fprintf(&b, "root = %s\nstate = %s\nsocket = %s\nlog_level = %s\ncgroup_driver = %s\ncgroup_parent = %s\n",
 		strconv.Quote(d.Root), strconv.Quote(d.State), strconv.Quote(d.Socket), strconv.Quote(level),
 		strconv.Quote(cgroupDriverOf(d.CgroupParent)), strconv.Quote(d.CgroupParent))
@@ -220,6 +222,9 @@ func (d *Daemon) configTOML(level string, registries map[string][]string) []byte
 			quoted[i] = strconv.Quote(m)
 		}
 		fmt.Fprintf(&b, "\n[registries.%s]\nmirrors = [%s]\n", strconv.Quote(h), strings.Join(quoted, ", "))
+	}
+	if handler, bin := DefaultRuntime(); handler != "runc" {
+		fmt.Fprintf(&b, "\n[runtimes.%s]\npath = %s\n", strconv.Quote(handler), strconv.Quote(bin))
 	}
 	return []byte(b.String())
 }

@@ -26,7 +26,20 @@ const (
 	// CgroupDriverEnv is "systemd" to run test daemons with the systemd
 	// cgroup driver; anything else means cgroupfs.
 	CgroupDriverEnv = "CRIB_TEST_CGROUP_DRIVER"
+	// RuntimeEnv names the OCI runtime binary (a path, or a name looked
+	// up in PATH) test daemons run by default, as the handler named after
+	// its base name ("crun"); unset means runc.
+	RuntimeEnv = "CRIB_TEST_RUNTIME"
 )
+
+// DefaultRuntime is the handler test daemons run pods on when a request
+// names none, and its binary: "runc" unless RuntimeEnv names another.
+func DefaultRuntime() (handler, binary string) {
+	if b := os.Getenv(RuntimeEnv); b != "" {
+		return filepath.Base(b), b
+	}
+	return "runc", "runc"
+}
 
 // CgroupDriver is the cgroup driver test daemons use.
 func CgroupDriver() string {

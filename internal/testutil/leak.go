@@ -31,8 +31,8 @@ func (d *Daemon) Leaks() []string {
 	for _, m := range d.mounts() {
 		out = append(out, "mount "+m)
 	}
-	for _, id := range d.runcContainers() {
-		out = append(out, "runc container "+id)
+	for _, c := range d.runtimeContainers() {
+		out = append(out, "runc container "+c.id)
 	}
 	for _, p := range d.processes() {
 		out = append(out, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
@@ -163,18 +163,36 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-func (d *Daemon) runcRoot() string { return filepath.Join(d.State, "runtime", "runc") }
+// runtimeContainer is a container an OCI runtime of the daemon knows.
+type runtimeContainer struct {
+	id, binary, root string
+}
 
-// runcContainers are the ids `runc list` shows under the runtime root.
-func (d *Daemon) runcContainers() []string {
-	if _, err := os.Stat(d.runcRoot()); err != nil {
-		return nil
+// runtimeContainers are the ids `runc list` (or the default runtime's
+// list: crun's has the same options) shows under the runtime roots of the
+// runc handler and of the default one.
+func (d *Daemon) runtimeContainers() []runtimeContainer {
+	var out []runtimeContainer
+	handler, bin := DefaultRuntime()
+	runtimes := [][2]string{{"runc", "runc"}}
+	if handler != "runc" {
+		runtimes = append(runtimes, [2]string{handler, bin})
 	}
-	out, err := exec.Command("runc", "--root", d.runcRoot(), "list", "-q").Output()
-	if err != nil {
-		return []string{"(runc list: " + err.Error() + ")"}
+	for _, r := range runtimes {
+		root := filepath.Join(d.State, "runtime", r[0])
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		list, err := exec.Command(r[1], "--root", root, "list", "-q").Output()
+		if err != nil {
+			out = append(out, runtimeContainer{id: "(" + r[1] + " list: " + err.Error() + ")"})
+			continue
+		}
+		for _, id := range strings.Fields(string(list)) {
+			out = append(out, runtimeContainer{id: id, binary: r[1], root: root})
+		}
 	}
-	return strings.Fields(string(out))
+	return out
 }
 
 type process struct {
@@ -265,9 +283,12 @@ func (d *Daemon) forceClean() error {
 	for _, p := range d.processes() {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
-	for _, id := range d.runcContainers() {
-		if out, err := exec.Command("runc", "--root", d.runcRoot(), "delete", "--force", id).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", id, err, out))
+	for _, c := range d.runtimeContainers() {
+		if c.binary == "" {
+			continue
+		}
+		if out, err := exec.Command(c.binary, "--root", c.root, "delete", "--force", c.id).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s delete %s: %v: %s", c.binary, c.id, err, out))
 		}
 	}
 	mounts := d.mounts()

@@ -12,7 +12,9 @@
 # crib-monitor and critestcheck beside it); CRIB_REQUIRE_USERNS=1: crib must
 # report user namespaces and recursive read-only mounts;
 # CRIB_CGROUP_DRIVER=systemd for the systemd cgroup driver (pods then go
-# under a slice of this run's own).
+# under a slice of this run's own); CRIB_RUNTIME, an OCI runtime binary
+# (crun) to make the default handler, named after its base name, instead
+# of runc.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -49,7 +51,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+handler=runc
+[ -z "${CRIB_RUNTIME:-}" ] || handler=$(basename "$CRIB_RUNTIME")
 cat > "$work/crib.toml" <<TOML
+default_runtime = "$handler"
 root = "$work/root"
 state = "$work/run"
 socket = "$work/run/crib.sock"
@@ -62,6 +67,9 @@ name = "crib-critest"
 bridge = "$bridge"
 subnet = "10.89.0.0/16"
 TOML
+if [ -n "${CRIB_RUNTIME:-}" ]; then
+	printf '[runtimes."%s"]\npath = "%s"\n' "$handler" "$CRIB_RUNTIME" >> "$work/crib.toml"
+fi
 # critest pulls from these hosts; the loopback registry stands in for them.
 for host in registry.k8s.io k8s.gcr.io gcr.io public.ecr.aws; do
 	printf '[registries."%s"]\nmirrors = ["http://127.0.0.1:5000"]\n' "$host" >> "$work/crib.toml"

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // TestRemoveUnmountsRuntimeLeftovers: a runc killed while it had a copy of
@@ -22,7 +23,8 @@ func TestRemoveUnmountsRuntimeLeftovers(t *testing.T) {
 	id := e.run(podID, pod, e.ctrConfig("c", "sleep", "3600"))
 	e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 
-	stateDir := filepath.Join(e.d.State, "runtime", "runc", id)
+	handler, _ := testutil.DefaultRuntime()
+	stateDir := filepath.Join(e.d.State, "runtime", handler, id)
 	if _, err := os.Stat(stateDir); err != nil {
 		t.Fatalf("the runtime's state directory of the container: %v", err)
 	}
