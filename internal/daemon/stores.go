@@ -89,6 +89,17 @@ func registries(in map[string]config.Registry) map[string]image.Registry {
 	return out
 }
 
+// VerifyConfig is the part of the image store's configuration that
+// deciding on a pull's signatures reads (image.Verify): registries, the
+// pull progress timeout and the signature policy.
+func VerifyConfig(cfg config.Config) image.Config {
+	return image.Config{
+		Registries:          registries(cfg.Registries),
+		PullProgressTimeout: cfg.ImagePullProgressTimeout,
+		SignaturePolicy:     signaturePolicy(cfg.SignaturePolicy),
+	}
+}
+
 func signaturePolicy(c config.SignaturePolicy) sigpolicy.Config {
 	return sigpolicy.Config{Path: c.Path, NamespacedDir: c.NamespacedDir}
 }

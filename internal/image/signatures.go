@@ -56,10 +56,12 @@ func (s *Store) verify(ctx context.Context, ep endpoint, orig name.Reference, ns
 }
 
 // Verify says whether a pull of ref for a pod of namespace ns would be
-// allowed by the signature policy, and by which rule, fetching only the
-// manifest and signatures (from the first endpoint that serves the
-// manifest). Nothing is stored.
-func (s *Store) Verify(ctx context.Context, ref string, auth Auth, ns string) (sigpolicy.Decision, error) {
+// allowed by the signature policy of cfg, and by which rule, fetching only
+// the manifest and signatures (from the first endpoint that serves the
+// manifest) through cfg's registry settings. No store is opened: cfg.Root
+// is not used. With no policy configured everything is allowed.
+func Verify(ctx context.Context, cfg Config, ref string, auth Auth, ns string) (sigpolicy.Decision, error) {
+	s := &Store{cfg: cfg, platform: cfg.Platform, sigs: sigpolicy.New(cfg.SignaturePolicy, "")}
 	if !s.verifies() {
 		return sigpolicy.Decision{Allowed: true}, nil
 	}

@@ -333,7 +333,13 @@ func TestPullSignaturePolicy(t *testing.T) {
 			repo := fmt.Sprintf("%s/c%d", signedScope, i)
 			ref := c.setup(t, repo)
 			root := t.TempDir()
-			s := openStore(t, root, Config{SignaturePolicy: sigpolicy.Config{Path: policyPath}})
+			cfg := Config{SignaturePolicy: sigpolicy.Config{Path: policyPath}}
+			// `crib image verify` says beforehand what the pull will do.
+			d, verr := Verify(context.Background(), cfg, ref, Auth{}, "")
+			if verr != nil && c.want == "" || d.Allowed != (c.want == "") || !strings.Contains(d.Reason, c.want) {
+				t.Errorf("verify %s: %+v, %v; want allowed=%v", ref, d, verr, c.want == "")
+			}
+			s := openStore(t, root, cfg)
 			img, err := s.Pull(context.Background(), ref, Auth{})
 			if c.want == "" {
 				if err != nil {
