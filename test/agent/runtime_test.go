@@ -48,7 +48,7 @@ func newRuntimeEnv(t *testing.T) *runtimeEnv {
 		e.image = testutil.RegistryBusyboxRef
 	} else {
 		img := testutil.Busybox(t)
-		e.daemon = testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info"})
+		e.daemon = testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info", ExtraConfig: signaturePolicyConfig(t)})
 		e.endpoint = "unix://" + e.daemon.Socket
 		e.image = img.Ref
 	}
