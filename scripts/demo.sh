@@ -24,7 +24,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== building crib"
-CGO_ENABLED=0 go build -o bin/ ./cmd/crib ./cmd/crib-monitor
+CGO_ENABLED=0 go build -tags containers_image_openpgp -o bin/ ./cmd/crib ./cmd/crib-monitor
 echo "== building the busybox image"
 scripts/build-busybox-image.sh "$work/busybox.tar"
 echo "== starting crib"

@@ -78,7 +78,7 @@ do_install() {
 	if [ -z "$bin" ]; then
 		command -v go >/dev/null || die "no BINARY given and no go to build one"
 		log "building crib and crib-monitor"
-		(cd "$repo" && CGO_ENABLED=0 go build -o "$tmp/" ./cmd/crib ./cmd/crib-monitor)
+		(cd "$repo" && CGO_ENABLED=0 go build -tags containers_image_openpgp -o "$tmp/" ./cmd/crib ./cmd/crib-monitor)
 		bin=$tmp/crib
 	fi
 	"$bin" version >/dev/null || die "$bin does not run"

@@ -27,12 +27,15 @@ Commands:
   rm REF...                               remove images (or names of images)
   save [--format oci|docker] -o FILE REF  write an image to a tarball
   prune                                   remove every image no container uses
+  verify [--namespace NS] REF             whether the signature policy allows pulling REF, by which rule
 
 Every command takes --config FILE and --state DIR (the daemon's runtime
 state directory, default /run/crib) and talks to the daemon there. When no
 daemon runs, load, ls, inspect and save work on the image store under
 --root DIR (default /var/lib/crib) directly; pull, rm and prune need the
-daemon, which knows what its containers use.
+daemon, which knows what its containers use. verify reads the policy and
+registries of --config and asks the registry itself, daemon or not; it
+exits 1 when the pull would be refused.
 `
 
 // imageEnv is what every image subcommand gets: its parsed flags' config
@@ -64,6 +67,7 @@ func imageSubs() map[string]imageSub {
 		"rm":      {usage: "rm REF...", args: -1, flags: noFlags(imageRemove)},
 		"save":    {usage: "save [--root DIR] [--format oci|docker] -o FILE REF", args: 1, direct: true, flags: saveFlags},
 		"prune":   {usage: "prune", args: 0, flags: noFlags(imagePrune)},
+		"verify":  {usage: "verify [--namespace NS] REF", args: 1, flags: verifyFlags},
 	}
 }
 

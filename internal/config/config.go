@@ -59,6 +59,9 @@ type Config struct {
 	// LayerLimits bound what one image layer may unpack to.
 	LayerLimits LayerLimits `toml:"layer_limits"`
 
+	// SignaturePolicy checks image signatures at pull.
+	SignaturePolicy SignaturePolicy `toml:"signature_policy"`
+
 	// Network configures pod networking through CNI.
 	Network Network `toml:"network"`
 
@@ -117,6 +120,17 @@ type LayerLimits struct {
 	// MaxEntries caps the files, directories and links of one layer; 0
 	// means no cap.
 	MaxEntries int64 `toml:"max_entries"`
+}
+
+// SignaturePolicy names containers-policy.json(5) files that every pull
+// is checked against, as CRI-O's signature_policy and
+// signature_policy_dir. Both empty (the default), nothing is checked.
+type SignaturePolicy struct {
+	// Path is a policy file (/etc/containers/policy.json is one).
+	Path string `toml:"path"`
+	// NamespacedDir holds <namespace>.json policies, each used instead of
+	// Path for the pods of its namespace.
+	NamespacedDir string `toml:"namespaced_dir"`
 }
 
 // CDI configures where CDI device specs are read from.

@@ -119,6 +119,12 @@ func (c Config) Validate() error {
 			bad(fmt.Errorf("%s is not positive", d.v), "nri", d.key)
 		}
 	}
+	if p := c.SignaturePolicy.Path; p != "" && !filepath.IsAbs(p) {
+		bad(fmt.Errorf("%q is not an absolute path", p), "signature_policy", "path")
+	}
+	if p := c.SignaturePolicy.NamespacedDir; p != "" && !filepath.IsAbs(p) {
+		bad(fmt.Errorf("%q is not an absolute path", p), "signature_policy", "namespaced_dir")
+	}
 	if p := c.Checkpoint.CriuPath; p != "" {
 		switch {
 		case !filepath.IsAbs(p):

@@ -11,6 +11,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/crib-dev/crib/internal/image"
+	"github.com/crib-dev/crib/internal/sigpolicy"
 )
 
 // PullImage pulls an image and returns its id.
@@ -29,16 +30,16 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 	if err := s.checkImageHandler("image", req.GetImage()); err != nil {
 		return nil, err
 	}
-	// sandbox_config is not checked: crib pulls alike for every pod and
-	// reads none of it, and clients send partial ones (critest, no
-	// metadata). A known runtime handler pulls into the one store.
+	// sandbox_config is not checked: clients send partial ones (critest,
+	// no metadata); only its namespace is read, which picks the signature
+	// policy. A known runtime handler pulls into the one store.
 	img, err := s.images.Pull(ctx, ref, image.Auth{
 		Username:      a.GetUsername(),
 		Password:      a.GetPassword(),
 		Auth:          a.GetAuth(),
 		IdentityToken: a.GetIdentityToken(),
 		RegistryToken: a.GetRegistryToken(),
-	})
+	}, image.WithNamespace(req.GetSandboxConfig().GetMetadata().GetNamespace()))
 	if err != nil {
 		return nil, pullError(err)
 	}
@@ -53,6 +54,10 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 // errdefs class through errors.Is. Every other error keeps its class and
 // so its code (errgrpc.ToGRPC, in the interceptors).
 func pullError(err error) error {
+	var refused *sigpolicy.RefusedError
+	if errors.As(err, &refused) {
+		return &signatureRefusedError{err: refused}
+	}
 	if errdefs.IsUnavailable(err) && !errors.Is(err, crierrors.ErrRegistryUnavailable) {
 		return &registryUnavailableError{err: err}
 	}
@@ -71,5 +76,20 @@ func (e *registryUnavailableError) Unwrap() []error {
 
 // GRPCStatus is what grpc sends for this error (see pullError).
 func (e *registryUnavailableError) GRPCStatus() *status.Status {
+	return status.New(codes.Unknown, e.Error())
+}
+
+// signatureRefusedError is a pull the signature policy refused. The kubelet
+// reports SignatureValidationFailed for a status message that starts with
+// it, which it sees only on an Unknown status (see pullError); the message
+// is the refusal's own, which starts so, without the "pull image" context.
+type signatureRefusedError struct{ err *sigpolicy.RefusedError }
+
+func (e *signatureRefusedError) Error() string { return e.err.Error() }
+
+func (e *signatureRefusedError) Unwrap() error { return e.err }
+
+// GRPCStatus is what grpc sends for this error (see pullError).
+func (e *signatureRefusedError) GRPCStatus() *status.Status {
 	return status.New(codes.Unknown, e.Error())
 }

@@ -29,16 +29,16 @@ type reloadPlan struct {
 
 // planReload compares the configuration in force with a new one and sorts
 // each changed key into what applies live and what needs a restart. Live
-// are the log level, the registry settings (read at each pull) and the
-// runtime handlers that no sandbox or container uses (inUse) and that are
-// not the default one, before or after. Everything else, including tables
+// are the log level, the registry settings and the signature policy (both
+// read at each pull) and the runtime handlers that no sandbox or container
+// uses (inUse) and that are not the default one, before or after. Everything else, including tables
 // added later, needs a restart until taught here.
 func planReload(old, new config.Config, inUse map[string]bool) reloadPlan {
 	var p reloadPlan
 	for _, key := range changedKeys(nil, reflect.ValueOf(old), reflect.ValueOf(new)) {
 		live := false
 		switch key[0] {
-		case "log_level", "registries":
+		case "log_level", "registries", "signature_policy":
 			live = true
 		case "runtimes":
 			h := key[1]
@@ -138,6 +138,8 @@ func (d *Daemon) Reload(ctx context.Context, cfg config.Config, level *slog.Leve
 	d.images.SetRegistries(registries(cfg.Registries))
 	d.cfg.LogLevel = cfg.LogLevel
 	d.cfg.Registries = cfg.Registries
+	d.images.SetSignaturePolicy(signaturePolicy(cfg.SignaturePolicy))
+	d.cfg.SignaturePolicy = cfg.SignaturePolicy
 	d.network.Reload()
 	d.log.Info("configuration reloaded", "applied", plan.Live, "needs_restart", plan.Restart)
 	return nil

@@ -27,6 +27,11 @@ func TestPlanReload(t *testing.T) {
 			live:   []string{"log_level"},
 		},
 		{
+			name:   "a signature policy set",
+			change: func(c *config.Config) { c.SignaturePolicy.Path = "/etc/containers/policy.json" },
+			live:   []string{"signature_policy.path"},
+		},
+		{
 			name:   "a registry added",
 			change: withMirror,
 			live:   []string{`registries."docker.io"`},

@@ -10,6 +10,7 @@ import (
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/metastore"
+	"github.com/crib-dev/crib/internal/sigpolicy"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
 
@@ -27,6 +28,7 @@ func (d *Daemon) openStores(ctx context.Context) (*metastore.DB, error) {
 		LayerLimits:         LayerLimits(d.cfg),
 		PullProgressTimeout: d.cfg.ImagePullProgressTimeout,
 		Pulls:               pullWatch{PullRecorder: d.metrics, ended: d.pullsEnded},
+		SignaturePolicy:     signaturePolicy(d.cfg.SignaturePolicy),
 	})
 	if err != nil {
 		return nil, err
@@ -85,6 +87,21 @@ func registries(in map[string]config.Registry) map[string]image.Registry {
 		out[host] = image.Registry{Mirrors: r.Mirrors, Insecure: r.Insecure}
 	}
 	return out
+}
+
+// VerifyConfig is the part of the image store's configuration that
+// deciding on a pull's signatures reads (image.Verify): registries, the
+// pull progress timeout and the signature policy.
+func VerifyConfig(cfg config.Config) image.Config {
+	return image.Config{
+		Registries:          registries(cfg.Registries),
+		PullProgressTimeout: cfg.ImagePullProgressTimeout,
+		SignaturePolicy:     signaturePolicy(cfg.SignaturePolicy),
+	}
+}
+
+func signaturePolicy(c config.SignaturePolicy) sigpolicy.Config {
+	return sigpolicy.Config{Path: c.Path, NamespacedDir: c.NamespacedDir}
 }
 
 // pullWatch passes pulls on to the metrics and tells the reclaimer when

@@ -21,6 +21,9 @@ type PullOption func(*PullOptions)
 type PullOptions struct {
 	// Progress, when set, is called as WithProgress describes.
 	Progress func(Progress)
+	// Namespace is the pod's namespace, which picks its signature policy
+	// (see WithNamespace).
+	Namespace string
 }
 
 // WithProgress has Pull call fn for every layer once the manifest is read
@@ -30,6 +33,12 @@ type PullOptions struct {
 // once (for different layers) and must not block for long.
 func WithProgress(fn func(Progress)) PullOption {
 	return func(o *PullOptions) { o.Progress = fn }
+}
+
+// WithNamespace names the namespace of the pod the image is pulled for:
+// the signature policy of that namespace applies (Config.Signatures).
+func WithNamespace(ns string) PullOption {
+	return func(o *PullOptions) { o.Namespace = ns }
 }
 
 // countingOpener wraps a layer opener so that reads report progress.

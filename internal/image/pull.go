@@ -20,6 +20,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	imagespec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/crib-dev/crib/internal/sigpolicy"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
 
@@ -49,8 +50,14 @@ func (s *Store) Pull(ctx context.Context, ref string, auth Auth, opts ...PullOpt
 		return Image{}, err
 	}
 	norm := normalize(r)
-	return s.flights.do(ctx, flightKey(norm, auth), norm, o.Progress, func(ctx context.Context, progress func(Progress)) (Image, error) {
-		return s.pull(ctx, r, norm, auth, progress)
+	key := flightKey(norm, auth)
+	if s.verifies() {
+		// Namespaces may have policies of their own: a pull shares the
+		// decision only with pulls for the same namespace.
+		key += " " + o.Namespace
+	}
+	return s.flights.do(ctx, key, norm, o.Progress, func(ctx context.Context, progress func(Progress)) (Image, error) {
+		return s.pull(ctx, r, norm, auth, o.Namespace, progress)
 	})
 }
 
@@ -63,7 +70,7 @@ func (s *Store) Pulls() []PullStatus {
 }
 
 // pull is one pull of r, whose normalized name is norm.
-func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, progress func(Progress)) (_ Image, err error) {
+func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Auth, ns string, progress func(Progress)) (_ Image, err error) {
 	defer s.recordPull()(&err)
 	eps, err := s.endpoints(r, auth)
 	if err != nil {
@@ -71,14 +78,19 @@ func (s *Store) pull(ctx context.Context, r name.Reference, norm string, auth Au
 	}
 	var mirrorErrs []string
 	for i, ep := range eps {
-		img, err := s.pullFrom(ctx, ep, r, progress)
+		img, err := s.pullFrom(ctx, ep, r, ns, progress)
 		if err == nil {
 			return img, nil
 		}
 		err = classify(err)
 		// A layer refused by its limits would be refused from any
-		// endpoint: the others are not asked to send it again.
+		// endpoint: the others are not asked to send it again. Nor is an
+		// image the signature policy refused.
 		var refused *snapshot.LimitError
+		var untrusted *sigpolicy.RefusedError
+		if errors.As(err, &untrusted) {
+			return Image{}, err
+		}
 		if ctx.Err() != nil || i == len(eps)-1 || errors.As(err, &refused) {
 			if len(mirrorErrs) > 0 {
 				return Image{}, fmt.Errorf("pull image %s: %w (mirrors: %s)", norm, err, strings.Join(mirrorErrs, "; "))
@@ -164,7 +176,7 @@ func authenticator(a Auth) authn.Authenticator {
 
 // pullFrom pulls from one endpoint; names recorded are the caller's, not
 // the endpoint's (a mirrored image keeps its original name).
-func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, progress func(Progress)) (Image, error) {
+func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, ns string, progress func(Progress)) (Image, error) {
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuth(ep.auth),
@@ -181,6 +193,11 @@ func (s *Store) pullFrom(ctx context.Context, ep endpoint, orig name.Reference, 
 		return Image{}, fmt.Errorf("manifest %s: digest does not match its bytes: %w", top, errdefs.ErrInvalidArgument)
 	}
 	spec.smallBlobs[top] = desc.Manifest
+	if s.verifies() {
+		if err := s.verify(ctx, ep, orig, ns, desc.Manifest, top); err != nil {
+			return Image{}, err
+		}
+	}
 	img, err := desc.Image()
 	if err != nil {
 		if desc.MediaType.IsIndex() {

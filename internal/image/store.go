@@ -20,6 +20,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/content"
 	"github.com/crib-dev/crib/internal/kernelstats"
+	"github.com/crib-dev/crib/internal/sigpolicy"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
 
@@ -45,6 +46,10 @@ type Config struct {
 	PullProgressTimeout time.Duration
 	// Pulls, when set, is told of every pull and the bytes it downloads.
 	Pulls PullRecorder
+	// SignaturePolicy, when it names a policy, decides from each pulled
+	// manifest and its signatures whether the image may be pulled, before
+	// any of its blobs is fetched; SetSignaturePolicy replaces it.
+	SignaturePolicy sigpolicy.Config
 }
 
 // Registry holds the settings of one registry host.
@@ -107,6 +112,9 @@ type Store struct {
 	records  recordDir
 	tmpDir   string
 	platform v1.Platform
+	// sigs holds the signature policy in force (cfg.SignaturePolicy is
+	// only its first value).
+	sigs *sigpolicy.Checker
 
 	// mu guards the in-memory index; held only briefly, never during
 	// downloads or unpacking. Lock order: refMu before mu.
@@ -150,6 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg:            cfg,
 		records:        recordDir(filepath.Join(cfg.Root, "images")),
 		tmpDir:         filepath.Join(cfg.Root, "tmp"),
+		sigs:           sigpolicy.New(cfg.SignaturePolicy, filepath.Join(cfg.Root, "tmp")),
 		platform:       cfg.Platform,
 		images:         map[string]*record{},
 		names:          map[string]string{},

@@ -55,7 +55,7 @@ func newRuntimeEnvConfig(t *testing.T, extra string) *runtimeEnv {
 		e.image = testutil.RegistryBusyboxRef
 	} else {
 		img := testutil.Busybox(t)
-		e.daemon = testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info", ExtraConfig: extra})
+		e.daemon = testutil.StartDaemon(t, testutil.Options{Image: &img, LogLevel: "info", ExtraConfig: extra + "\n" + signaturePolicyConfig(t)})
 		e.endpoint = "unix://" + e.daemon.Socket
 		e.image = img.Ref
 	}

@@ -37,6 +37,7 @@ var parallelScenarios = []scenario{
 	{"RejectedEditKeepsData", testRejectedEditKeepsData},
 	{"ImagePullNever", testPullNever},
 	{"ImagePullBackOff", testPullBackOff},
+	{"SignaturePolicy", testSignaturePolicy},
 	{"ImageVolume", testImageVolume},
 	{"SubPathSymlinkRefused", testSubPath},
 	{"NativeSidecar", testSidecar},

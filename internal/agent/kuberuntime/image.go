@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
 )
 
 // The kubelet's reasons for a container waiting on its image.
@@ -17,6 +19,22 @@ const (
 	reasonImagePullBackOff  = "ImagePullBackOff"
 	reasonErrImageNeverPull = "ErrImageNeverPull"
 )
+
+// pullFailure is the waiting reason and message of a failed pull, as the
+// kubelet's image manager words them: a runtime's status message that
+// starts with the CRI's SignatureValidationFailed is that reason, any other
+// ErrImagePull.
+func pullFailure(ref string, err error) (reason, msg string) {
+	text := err.Error()
+	if st, ok := status.FromError(err); ok {
+		text = st.Message()
+	}
+	if rest, ok := strings.CutPrefix(text, crierrors.ErrSignatureValidationFailed.Error()); ok {
+		return crierrors.ErrSignatureValidationFailed.Error(),
+			fmt.Sprintf("Failed to pull image %q: image pull failed for %s because the signature validation failed%s", ref, ref, rest)
+	}
+	return reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", ref, err)
+}
 
 // errWaiting is a container that cannot start now for a reason that is
 // already recorded as its waiting state.
@@ -121,8 +139,8 @@ func (m *Manager) ensure(ctx context.Context, env startEnv, name, ref string, po
 	ended()
 	if err != nil {
 		m.cfg.PullBackoff.Next(key)
-		msg := fmt.Sprintf("Failed to pull image %q: %v", ref, err)
-		env.waiting.wait(name, reasonErrImagePull, msg)
+		reason, msg := pullFailure(ref, err)
+		env.waiting.wait(name, reason, msg)
 		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", msg)
 		return nil, fmt.Errorf("pull image %q: %w", ref, fromGRPC(err))
 	}

@@ -1,0 +1,30 @@
+package kuberuntime
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// TestPullFailure words failed pulls as the kubelet's image manager does:
+// a status message starting SignatureValidationFailed is that reason.
+func TestPullFailure(t *testing.T) {
+	const ref = "example.com/app:1"
+	for _, c := range []struct {
+		err          error
+		reason, want string
+	}{
+		{status.Error(codes.Unknown, "SignatureValidationFailed: Source image rejected: A signature was required, but no signature exists (image x)"),
+			"SignatureValidationFailed",
+			`Failed to pull image "example.com/app:1": image pull failed for example.com/app:1 because the signature validation failed: Source image rejected: A signature was required, but no signature exists (image x)`},
+		{status.Error(codes.NotFound, "manifest unknown"), "ErrImagePull", `Failed to pull image "example.com/app:1": rpc error: code = NotFound desc = manifest unknown`},
+		{errors.New("plain"), "ErrImagePull", `Failed to pull image "example.com/app:1": plain`},
+	} {
+		reason, msg := pullFailure(ref, c.err)
+		if reason != c.reason || msg != c.want {
+			t.Errorf("pullFailure(%v) = %q, %q; want %q, %q", c.err, reason, msg, c.reason, c.want)
+		}
+	}
+}
