@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 
 func TestConfigTOMLIsCribs(t *testing.T) {
 	d := &Daemon{Dir: "/tmp/d", Root: "/tmp/r", State: "/tmp/s", Socket: "/tmp/s/crib.sock", CgroupParent: "/crib-it-1",
-		Bridge: "cribt7", Subnet: "10.100.7.0/24"}
+		Bridge: "cribt7", Subnet: "10.100.7.0/24", NRISocket: "/tmp/d/nri.sock"}
 	data := d.configTOML("debug", map[string][]string{"registry.k8s.io": {"http://127.0.0.1:5000"}})
 	cfg := config.Default()
 	if err := config.Decode(data, &cfg); err != nil {
