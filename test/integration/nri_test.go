@@ -341,6 +341,11 @@ func TestNRIPlugins(t *testing.T) {
 	if after := listContainers(t, e); len(after) != len(before) {
 		t.Errorf("containers %v after the refused create, want %v", after, before)
 	}
+	// The logger took the container before the validator refused it: it
+	// is told of the undoing, so that what it set aside for it is freed.
+	if seen := logger.seen(); !slices.Contains(seen, "CreateContainer refused") || slices.Index(seen, "RemoveContainer refused") < slices.Index(seen, "CreateContainer refused") {
+		t.Errorf("logger's events %q: want CreateContainer refused, then RemoveContainer refused", seen)
+	}
 
 	// Two plugins setting one container's memory limit conflict: NRI
 	// refuses the creation, naming both.
