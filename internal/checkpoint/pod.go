@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -108,6 +109,7 @@ func (s *Service) CheckpointPod(ctx context.Context, req PodRequest) error {
 	// One order, so that two checkpoints of a pod take its locks alike.
 	sort.Strings(ids)
 	var lives []container.Live
+	names := map[string]string{}
 	var hold func(i int) error
 	hold = func(i int) error {
 		if i == len(ids) {
@@ -117,6 +119,14 @@ func (s *Service) CheckpointPod(ctx context.Context, req PodRequest) error {
 			if c.Container.SandboxID != req.PodID {
 				return fmt.Errorf("container_ids: container %s is not in pod %s: %w", c.Container.ID, req.PodID, errdefs.ErrInvalidArgument)
 			}
+			name := c.Container.Config.GetMetadata().GetName()
+			if err := podArchiveName(name); err != nil {
+				return fmt.Errorf("container_ids: container %s: %w", c.Container.ID, err)
+			}
+			if other, dup := names[name]; dup {
+				return fmt.Errorf("container_ids: containers %s and %s are both named %q, and a pod checkpoint holds its containers by name: %w", other, c.Container.ID, name, errdefs.ErrInvalidArgument)
+			}
+			names[name] = c.Container.ID
 			lives = append(lives, c)
 			return hold(i + 1)
 		})
@@ -126,6 +136,16 @@ func (s *Service) CheckpointPod(ctx context.Context, req PodRequest) error {
 		return fmt.Errorf("checkpoint pod %s: %w", req.PodID, err)
 	}
 	s.log.Info("pod checkpointed", "pod", req.PodID, "containers", len(ids), "dir", req.Output, "took", time.Since(start))
+	return nil
+}
+
+// podArchiveName refuses a container name that cannot name its archive
+// in the PodDir's containers directory: the CRI only bounds names, so one
+// with a slash or a dot-dot would put the archive outside output_path.
+func podArchiveName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("name %q cannot name a file in a pod checkpoint: %w", name, errdefs.ErrInvalidArgument)
+	}
 	return nil
 }
 
@@ -287,6 +307,9 @@ func (s *Service) RestorePod(ctx context.Context, req RestorePodRequest) (podID 
 		c, ok := byName[name]
 		if !ok {
 			return "", nil, fmt.Errorf("container_configs[%d]: container %q is not in the checkpoint (it holds %v): %w", i, name, m.names(), errdefs.ErrInvalidArgument)
+		}
+		if !filepath.IsLocal(filepath.FromSlash(c.Archive)) {
+			return "", nil, fmt.Errorf("checkpoint_path %q: %s: archive %q of container %q is not within the checkpoint: %w", req.Path, PodManifestFile, c.Archive, name, errdefs.ErrInvalidArgument)
 		}
 		loc := filepath.Join(req.Path, PodDir, filepath.FromSlash(c.Archive))
 		if err := checkImage(cfg, loc); err != nil {

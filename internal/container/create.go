@@ -263,14 +263,17 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if m.cfg.Plugins != nil {
 		c.CgroupsPath = spec.Linux.CgroupsPath
 		// The plugins see the spec whole and adjust it last, as under
-		// containerd; once told, they are told of the undoing too.
-		if err := m.cfg.Plugins.CreateContainer(ctx, sb, *c, spec); err != nil {
-			return err
-		}
+		// containerd; once told, they are told of the undoing too, as
+		// containerd's undo tells them: also when a plugin or the
+		// validator refused it, or its adjustment failed, after the
+		// plugins before had taken it (and, say, reserved CPUs for it).
 		rollback.Push("plugins' view of the container", func(ctx context.Context) error {
 			m.cfg.Plugins.RemoveContainer(ctx, *c)
 			return nil
 		})
+		if err := m.cfg.Plugins.CreateContainer(ctx, sb, *c, spec); err != nil {
+			return err
+		}
 	}
 	c.User = spec.Process.User
 	c.CgroupsPath = spec.Linux.CgroupsPath

@@ -15,8 +15,13 @@ import (
 // table, whose size grows with every mount on the node. A symlink is not
 // followed. ok is false when the kernel does not tell.
 func isMountRoot(path string) (root, ok bool, err error) {
+	return isMountRootAt(unix.AT_FDCWD, path)
+}
+
+// isMountRootAt is isMountRoot of name in the directory dirfd.
+func isMountRootAt(dirfd int, name string) (root, ok bool, err error) {
 	var st unix.Statx_t
-	err = unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, 0, &st)
+	err = unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, 0, &st)
 	if err != nil {
 		return false, false, err
 	}
@@ -48,7 +53,16 @@ func UnmountTree(dirs ...string) error {
 var errNoMountRoot = errors.New("statx does not report mount roots")
 
 func unmountTree(path string) error {
-	root, ok, err := isMountRoot(path)
+	return unmountTreeAt(unix.AT_FDCWD, path, path)
+}
+
+// unmountTreeAt is unmountTree of name in the directory dirfd, whose
+// path is path. The walk goes from directory fd to directory fd, as
+// os.RemoveAll does, so that a tree deeper than PATH_MAX (a container's
+// writable layer, under its bundle, may be one) is walked, not failed
+// with ENAMETOOLONG; only a mount to unmount is named by its path.
+func unmountTreeAt(dirfd int, name, path string) error {
+	root, ok, err := isMountRootAt(dirfd, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -63,15 +77,18 @@ func unmountTree(path string) error {
 			return err
 		}
 	}
-	entries, err := os.ReadDir(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// A file (a namespace pin, say) or a symlink is no directory to read.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		return nil
 	}
 	if err != nil {
-		// A file (a namespace pin, say) is no directory to read.
-		if fi, serr := os.Lstat(path); serr == nil && !fi.IsDir() {
-			return nil
-		}
+		return fmt.Errorf("unmount under %s: %w", path, err)
+	}
+	dir := os.NewFile(uintptr(fd), path)
+	defer dir.Close()
+	entries, err := dir.ReadDir(-1)
+	if err != nil {
 		return fmt.Errorf("unmount under %s: %w", path, err)
 	}
 	var errs []error
@@ -80,7 +97,7 @@ func unmountTree(path string) error {
 		if e.Type()&fs.ModeSymlink != 0 {
 			continue
 		}
-		if err := unmountTree(filepath.Join(path, e.Name())); err != nil {
+		if err := unmountTreeAt(fd, e.Name(), filepath.Join(path, e.Name())); err != nil {
 			if errors.Is(err, errNoMountRoot) {
 				return err
 			}

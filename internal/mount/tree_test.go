@@ -3,6 +3,7 @@ package mount
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -115,5 +116,48 @@ func TestIsMountPoint(t *testing.T) {
 		if got, err := IsMountPoint(path); err != nil || got != want {
 			t.Errorf("IsMountPoint(%s) = %v, %v; want %v", path, got, err, want)
 		}
+	}
+}
+
+// TestUnmountTreeDeep: a directory tree deeper than PATH_MAX, as a
+// container can make in its writable layer (under its bundle), is walked
+// without ENAMETOOLONG: it must not make the container's teardown fail
+// for good. A mount in it, at a path of ordinary length, still goes.
+func TestUnmountTreeDeep(t *testing.T) {
+	dir := t.TempDir()
+	name := strings.Repeat("d", 200)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ { // 30 × 201 bytes: beyond PATH_MAX (4096)
+		if err := unix.Mkdirat(fd, name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	if os.Geteuid() == 0 {
+		shallow := filepath.Join(dir, "m")
+		if err := os.Mkdir(shallow, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", shallow, "tmpfs", 0, "size=64k"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = Unmount(shallow) })
+		defer func() {
+			if root, _, _ := isMountRoot(shallow); root {
+				t.Errorf("%s is still mounted", shallow)
+			}
+		}()
+	}
+	if err := UnmountTree(dir); err != nil {
+		t.Fatalf("UnmountTree of a deep tree: %v", err)
 	}
 }

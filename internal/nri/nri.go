@@ -62,6 +62,9 @@ type NRI struct {
 	sbs   Sandboxes
 	ctrs  Containers
 	ready chan struct{}
+	// later are the updates and evictions in flight that plugins answered
+	// a notification with (see afterwards).
+	later sync.WaitGroup
 
 	mu sync.Mutex
 	// stopped are the containers plugins have been told stopped, so that
@@ -150,6 +153,25 @@ func (n *NRI) Start(sbs Sandboxes, ctrs Containers) error {
 // Stop stops the plugins and the listener.
 func (n *NRI) Stop() {
 	n.r.Stop()
+	n.later.Wait()
+}
+
+// afterwards applies evictions and updates of containers that plugins
+// answered an event of c with, once the caller is done: the caller holds
+// c's op lock (a Stop, an update, a failed start), and the updates and
+// evictions take the lock of the container they name, which may be c, or
+// a container whose own stop or update waits for c's lock.
+func (n *NRI) afterwards(evictions []*nri.ContainerEviction, updates []*nri.ContainerUpdate) {
+	if len(evictions)+len(updates) == 0 {
+		return
+	}
+	n.later.Add(1)
+	go func() {
+		defer n.later.Done()
+		ctx := context.Background()
+		n.evict(ctx, evictions)
+		n.apply(ctx, updates)
+	}()
 }
 
 // BlockSync implements container.Plugins.
@@ -263,8 +285,7 @@ func (n *NRI) UpdateContainer(ctx context.Context, c container.Container, res *r
 		}
 		others = append(others, u)
 	}
-	n.evict(ctx, rpl.GetEvict())
-	n.apply(ctx, others)
+	n.afterwards(rpl.GetEvict(), others)
 	return out, nil
 }
 
@@ -288,7 +309,7 @@ func (n *NRI) StopContainer(ctx context.Context, c container.Container) {
 		n.log.Warn("StopContainer", "container", c.ID, "err", err)
 		return
 	}
-	n.apply(ctx, rpl.GetUpdate())
+	n.afterwards(nil, rpl.GetUpdate())
 }
 
 // RemoveContainer implements container.Plugins; a container not yet told

@@ -341,6 +341,11 @@ func TestNRIPlugins(t *testing.T) {
 	if after := listContainers(t, e); len(after) != len(before) {
 		t.Errorf("containers %v after the refused create, want %v", after, before)
 	}
+	// The logger took the container before the validator refused it: it
+	// is told of the undoing, so that what it set aside for it is freed.
+	if seen := logger.seen(); !slices.Contains(seen, "CreateContainer refused") || slices.Index(seen, "RemoveContainer refused") < slices.Index(seen, "CreateContainer refused") {
+		t.Errorf("logger's events %q: want CreateContainer refused, then RemoveContainer refused", seen)
+	}
 
 	// Two plugins setting one container's memory limit conflict: NRI
 	// refuses the creation, naming both.
@@ -538,4 +543,50 @@ func buildPreinstalled(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	return plugins, conf
+}
+
+// nriRebalancer refuses StartContainer and, as resource-policy plugins do
+// when a container stops, answers StopContainer with an update: here of
+// the stopped container itself.
+type nriRebalancer struct{}
+
+func (nriRebalancer) StartContainer(_ context.Context, _ *api.PodSandbox, c *api.Container) error {
+	return fmt.Errorf("refused %s", c.GetName())
+}
+
+func (nriRebalancer) StopContainer(_ context.Context, _ *api.PodSandbox, c *api.Container) ([]*api.ContainerUpdate, error) {
+	return []*api.ContainerUpdate{{
+		ContainerId: c.GetId(), IgnoreFailure: true,
+		Linux: &api.LinuxContainerUpdate{Resources: &api.LinuxResources{Cpu: &api.LinuxCPU{Shares: api.UInt64(256)}}},
+	}}, nil
+}
+
+// The updates a plugin answers a StopContainer with are not applied under
+// the stopped container's lock: a StartContainer the plugin refuses, whose
+// undoing tells the plugin of the stop, returns its refusal rather than
+// waiting forever on the container it holds.
+func TestNRIStopUpdateNoDeadlock(t *testing.T) {
+	testutil.RequiresRoot(t)
+	t.Parallel()
+	img := testutil.Busybox(t)
+	d := testutil.StartDaemon(t, testutil.Options{Image: &img})
+	e := &env{t: t, d: d, img: img}
+	startPlugin(t, d, nriRebalancer{}, "10", "rebalancer")
+
+	pod := e.podConfig("nri-rebalance")
+	podID := e.runPod(pod)
+	id := e.create(podID, pod, e.ctrConfig("c", "sleep", "3600"))
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Patience(30*time.Second))
+	defer cancel()
+	_, err := e.rt().StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	if status.Code(err) == codes.DeadlineExceeded {
+		t.Fatalf("StartContainer refused by a plugin did not return: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "refused c") {
+		t.Fatalf("StartContainer: %v, want the plugin's refusal", err)
+	}
+	// The container is not wedged: it can be removed.
+	if _, err := e.rt().RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		t.Fatalf("RemoveContainer: %v", err)
+	}
 }
