@@ -1,6 +1,7 @@
 package metastore
 
 import (
+	"fmt"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -35,7 +36,7 @@ type write struct {
 // transaction is committed (or failed). fn may run more than once (see
 // commit), so it must not have effects outside the transaction.
 func (c *committer) update(fn func(*bolt.Tx) error) error {
-	w := &write{fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
+	w := &write{fn: contained(fn), done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
 	c.pending = append(c.pending, w)
 	if !c.committing {
@@ -97,5 +98,20 @@ func (c *committer) commit(batch []*write) {
 	for _, w := range batch {
 		w.err = err
 		close(w.done)
+	}
+}
+
+// contained is fn with a panic turned into its error: a panic in one
+// writer's function, run by whichever writer leads the commit, would
+// otherwise unwind another caller's goroutine and leave the committer
+// marked busy, so that every later write waited for ever.
+func contained(fn func(*bolt.Tx) error) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("metadata write panicked: %v", r)
+			}
+		}()
+		return fn(tx)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 )
 
 type rec struct {
@@ -145,5 +146,44 @@ func TestConcurrentWritesShareCommits(t *testing.T) {
 		case got[id] != (i%2 == 1):
 			t.Errorf("record %s present = %v after its writer returned; want %v", id, got[id], i%2 == 1)
 		}
+	}
+}
+
+// TestPanickingWriteFailsAlone: a write whose function panics gets an error,
+// the writes sharing its transaction are committed, and the store takes
+// writes after it.
+func TestPanickingWriteFailsAlone(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const writers = 16
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if i == writers/2 {
+				errs[i] = db.writes.update(func(*bolt.Tx) error { panic("boom") })
+				return
+			}
+			errs[i] = db.Put("things", strconv.Itoa(i), 1, rec{strconv.Itoa(i), i})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (err != nil) != (i == writers/2) {
+			t.Errorf("writer %d: err = %v", i, err)
+		}
+	}
+	if err := db.Put("things", "after", 1, rec{"after", 0}); err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
+	n := 0
+	if err := db.ForEach("things", []int{1}, func(string, func(any) error) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != writers {
+		t.Errorf("%d records, want %d", n, writers)
 	}
 }
