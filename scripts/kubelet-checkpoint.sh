@@ -84,8 +84,8 @@ EOF
 
 # 1. Registry, crib with criu, the kubelet with ContainerCheckpoint.
 kl_start_registry
-criu_cfg=$(printf '[checkpoint]\ncriu_path = "%s"\n' "$CRIU")
-[ "${CRIU_NO_BREAKPOINTS:-0}" = 1 ] && criu_cfg+=$'criu_no_breakpoints = true\n'
+criu_cfg=$(printf '[checkpoint]\ncriu_path = "%s"' "$CRIU")
+[ "${CRIU_NO_BREAKPOINTS:-0}" = 1 ] && criu_cfg+=$'\ncriu_no_breakpoints = true'
 kl_start_crib "$criu_cfg"
 pod_manifest "$POD" "$IMAGE"
 kl_start_kubelet "  ContainerCheckpoint: true"
@@ -158,7 +158,45 @@ refused)
 esac
 rm -f "$D/manifests/$RPOD.yaml"
 
+# 3b. The archive as an OCI checkpoint image, the way a kubelet restores on
+# CRI-O: its files as one layer, the checkpoint annotation as a label (as
+# buildah or checkpointctl make it), pushed where crib's mirror of
+# registry.k8s.io pulls from, and a static pod naming that image.
+IPOD=restoredimg
+IPOD_FULL=$IPOD-$NODE
+ckref=registry.k8s.io/crib-checkpoint/$CTR:$(date +%s)
+mkdir -p "$D/ckimg"
+tar -xf "$archive" -C "$D/ckimg"
+printf '[{"ref": "%s", "layers": ["%s"], "labels": {"org.criu.checkpoint.container.name": "%s"}}]\n' \
+	"$ckref" "$D/ckimg" "$CTR" >"$D/ckimg.json"
+log "pushing $archive as the checkpoint image $ckref"
+(cd "$ROOT" && go run ./scripts/node-e2e-images -spec "$D/ckimg.json" -registry "$REGISTRY_ADDR") ||
+	die "could not build the checkpoint image"
+pod_manifest "$IPOD" "$ckref"
+log "static pod $IPOD_FULL with image $ckref"
+iid=
+for _ in $(seq 120); do
+	isb=$("${crictl[@]}" pods -q --name "^$IPOD_FULL\$" --state ready 2>/dev/null | head -1 || true)
+	[ -z "$isb" ] || iid=$("${crictl[@]}" ps -q --pod "$isb" --state running 2>/dev/null | head -1 || true)
+	[ -n "$iid" ] && break
+	sleep 1
+done
+[ -n "$iid" ] || die "the static pod $IPOD_FULL did not run within 120s$(printf '\n'; grep -E '^E[0-9]{4}' "$D/kubelet.log" | tail -10)"
+ifirst=$(count "$iid")
+[ "$ifirst" -ge "$at" ] || die "the kubelet's restored counter starts at $ifirst, below the archive's $at: started afresh"
+wait_count "$iid" "$at" 30
+echo "--- the kubelet restored the checkpoint image: counts on from $at (first read $ifirst, now $(count "$iid"))"
+rm -f "$D/manifests/$IPOD.yaml"
+for _ in $(seq 60); do
+	[ -z "$("${crictl[@]}" ps -q --pod "$isb" --state running 2>/dev/null)" ] && break
+	sleep 1
+done
+
 # 4. The kubelet's archive restored over the same CRI socket.
+# The kubelet's housekeeping kills runtime pods it did not make, so it is
+# stopped first; its pods stay for the cleanup to remove over the CRI.
+log "stopping the kubelet"
+stop_pid "$kubelet_pid" 30
 log "restoring $archive over the CRI with crictl"
 cat >"$D/restore-pod.json" <<EOF
 {"metadata": {"name": "crictl-restore", "namespace": "default", "uid": "crictl-restore-$$"},
@@ -176,4 +214,4 @@ wait_count "$rid" "$at" 30
 echo "--- restored over the CRI: counts on from $at (first read $first, now $(count "$rid")); annotations:"
 "${crictl[@]}" inspect "$rid" | jq -c '.status.annotations | {restored, checkpointImage, checkpointedAt}'
 "${crictl[@]}" stopp "$crictl_pod" >/dev/null && "${crictl[@]}" rmp "$crictl_pod" >/dev/null
-log "PASS: the kubelet checkpointed $POD_FULL/$CTR to $archive under its checkpoint directory; a static pod naming the archive is InvalidImageName in the kubelet (no CRI call); the archive restores over the CRI and counts on"
+log "PASS: the kubelet checkpointed $POD_FULL/$CTR to $archive under its checkpoint directory; a static pod naming the archive is InvalidImageName in the kubelet (no CRI call); a static pod naming a checkpoint image of it restores under the kubelet, and the archive restores over the CRI; each counts on"
