@@ -105,6 +105,8 @@ kl_cleanup() {
 		fi
 		stop_pid "$daemon_pid" 30
 	fi
+	# The bridge crib's CNI config made for the pods.
+	ip link del "cribkl$$" 2>/dev/null
 	# The kubelet bind-mounts its root dir on itself (to make it rshared);
 	# anything else mounted under the temp dir is a leak.
 	awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
