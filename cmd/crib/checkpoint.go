@@ -18,7 +18,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/agent/statusapi"
-	"github.com/crib-dev/crib/internal/config"
 )
 
 const checkpointUsage = `usage: crib checkpoint [flags] POD
@@ -41,13 +40,9 @@ Flags:
 
 // checkpointOptions is what `crib checkpoint` was asked for.
 type checkpointOptions struct {
-	namespace, pod, container string
-	output                    string
-	statusAddr                string
-	endpoint                  string
-	cfgPath                   string
-	overrides                 map[string]*string
-	timeout                   time.Duration
+	podTarget
+	output  string
+	timeout time.Duration
 }
 
 // checkpointer is the part of the CRI runtime client checkpoint uses.
@@ -63,16 +58,8 @@ func parseCheckpointArgs(args []string, stderr io.Writer) (checkpointOptions, *f
 		fs.PrintDefaults()
 	}
 	var o checkpointOptions
-	fs.StringVar(&o.container, "c", "", "container name (default: the annotated default container, else the only one)")
-	fs.StringVar(&o.namespace, "n", "default", "the pod's namespace")
+	o.podTarget.addFlags(fs)
 	fs.StringVar(&o.output, "o", "", "the archive to write (default: checkpoint-<pod>_<namespace>-<container>-<time>.tar here)")
-	fs.StringVar(&o.statusAddr, "status-address", "127.0.0.1:10255", "address of the agent's status API")
-	fs.StringVar(&o.endpoint, "runtime-endpoint", "", "CRI runtime socket (default: the socket of the crib configuration)")
-	fs.StringVar(&o.cfgPath, "config", config.DefaultPath, "crib configuration file, for its socket")
-	o.overrides = map[string]*string{
-		"state":  fs.String("state", "", "crib's runtime state directory, for its socket (default /run/crib)"),
-		"socket": fs.String("socket", "", "crib's CRI socket (default /run/crib/crib.sock)"),
-	}
 	fs.DurationVar(&o.timeout, "timeout", 0, "give the checkpoint this long, e.g. 2m (0: the runtime's default)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

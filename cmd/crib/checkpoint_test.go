@@ -98,7 +98,7 @@ func TestCheckpointTarget(t *testing.T) {
 	store := statusapi.NewStore()
 	client := statusAPI(t, store)
 	store.Set(testPod("two", []string{"a", "b"}), corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{running("a", "aaa", 0), exited("b", "bbb", 0, 0)}})
-	name, id, err := checkpointTarget(context.Background(), client, checkpointOptions{namespace: "default", pod: "two", container: "a"})
+	name, id, err := checkpointTarget(context.Background(), client, checkpointOptions{podTarget: podTarget{namespace: "default", pod: "two", container: "a"}})
 	if err != nil || name != "a" || id != "aaa" {
 		t.Errorf("checkpointTarget = %q, %q, %v; want a, aaa", name, id, err)
 	}
@@ -111,7 +111,7 @@ func TestCheckpointTarget(t *testing.T) {
 		{"two", "c", errdefs.ErrNotFound},
 		{"ghost", "", errdefs.ErrNotFound},
 	} {
-		if _, _, err := checkpointTarget(context.Background(), client, checkpointOptions{namespace: "default", pod: tc.pod, container: tc.container}); !errors.Is(err, tc.err) {
+		if _, _, err := checkpointTarget(context.Background(), client, checkpointOptions{podTarget: podTarget{namespace: "default", pod: tc.pod, container: tc.container}}); !errors.Is(err, tc.err) {
 			t.Errorf("%s/%s: %v, want %v", tc.pod, tc.container, err, tc.err)
 		}
 	}

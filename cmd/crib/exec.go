@@ -18,7 +18,6 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/crib-dev/crib/internal/agent/statusapi"
-	"github.com/crib-dev/crib/internal/config"
 )
 
 const execUsage = `usage: crib exec [flags] POD -- COMMAND [ARGS...]
@@ -38,13 +37,9 @@ Flags:
 
 // execOptions is what `crib exec` was asked for.
 type execOptions struct {
-	namespace, pod, container string
-	statusAddr                string
-	endpoint                  string
-	cfgPath                   string
-	overrides                 map[string]*string
-	timeout                   time.Duration
-	cmd                       []string
+	podTarget
+	timeout time.Duration
+	cmd     []string
 }
 
 // execRunner is the part of the CRI runtime client exec uses.
@@ -63,15 +58,7 @@ func parseExecArgs(args []string, stderr io.Writer) (execOptions, *flag.FlagSet,
 		fs.PrintDefaults()
 	}
 	var o execOptions
-	fs.StringVar(&o.container, "c", "", "container name (default: the annotated default container, else the only one)")
-	fs.StringVar(&o.namespace, "n", "default", "the pod's namespace")
-	fs.StringVar(&o.statusAddr, "status-address", "127.0.0.1:10255", "address of the agent's status API")
-	fs.StringVar(&o.endpoint, "runtime-endpoint", "", "CRI runtime socket (default: the socket of the crib configuration)")
-	fs.StringVar(&o.cfgPath, "config", config.DefaultPath, "crib configuration file, for its socket")
-	o.overrides = map[string]*string{
-		"state":  fs.String("state", "", "crib's runtime state directory, for its socket (default /run/crib)"),
-		"socket": fs.String("socket", "", "crib's CRI socket (default /run/crib/crib.sock)"),
-	}
+	o.podTarget.addFlags(fs)
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the command after this long, e.g. 30s (0: no limit)")
 
 	var pos []string

@@ -97,7 +97,7 @@ func TestExecTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pod+"/"+tt.container, func(t *testing.T) {
-			id, err := execTarget(context.Background(), client, execOptions{namespace: "default", pod: tt.pod, container: tt.container})
+			id, err := execTarget(context.Background(), client, execOptions{podTarget: podTarget{namespace: "default", pod: tt.pod, container: tt.container}})
 			if tt.err == nil {
 				if err != nil || id != tt.want {
 					t.Fatalf("execTarget = %q, %v; want %q", id, err, tt.want)
