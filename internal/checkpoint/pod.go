@@ -119,6 +119,9 @@ func (s *Service) CheckpointPod(ctx context.Context, req PodRequest) error {
 			if c.Container.SandboxID != req.PodID {
 				return fmt.Errorf("container_ids: container %s is not in pod %s: %w", c.Container.ID, req.PodID, errdefs.ErrInvalidArgument)
 			}
+			if c.Runtime != nil && c.Runtime.Support.CheckpointMissing != "" {
+				return fmt.Errorf("container %s: %s: %w", c.Container.ID, c.Runtime.Support.CheckpointMissing, errdefs.ErrFailedPrecondition)
+			}
 			name := c.Container.Config.GetMetadata().GetName()
 			if err := podArchiveName(name); err != nil {
 				return fmt.Errorf("container_ids: container %s: %w", c.Container.ID, err)
