@@ -430,7 +430,7 @@ make_cgroup_root() {
 
 start_crib() {
 	log "building crib into $D"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/" ./cmd/crib ./cmd/crib-monitor) || die "crib build failed"
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/bin/" ./cmd/crib ./cmd/crib-monitor) || die "crib build failed"
 	mkdir -p "$D/crib/root" "$D/crib/state" "$D/crib/cni"
 	{
 		cat <<-EOF
@@ -452,7 +452,7 @@ start_crib() {
 		EOF
 		for h in $MIRRORED_HOSTS; do printf '\n[registries."%s"]\nmirrors = ["http://%s"]\n' "$h" "$REGISTRY_ADDR"; done
 	} >"$D/crib.toml"
-	setsid "$D/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
+	setsid "$D/bin/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
 	daemon_pid=$!
 	echo "$daemon_pid" >"$D/crib.pid"
 	for _ in $(seq 150); do
