@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,39 +121,7 @@ func TestCheckpointTarget(t *testing.T) {
 func TestCheckpointWithoutCriu(t *testing.T) {
 	testutil.RequiresRoot(t)
 	img := testutil.Busybox(t)
-	d := testutil.StartDaemon(t, testutil.Options{Image: &img, ExtraConfig: "[checkpoint]\ncriu_path = \"/nonexistent/criu\"\n"})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sandbox := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"},
-		LogDirectory: d.LogDir + "/web",
-	}
-	pod, err := d.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandbox})
-	if err != nil {
-		t.Fatalf("RunPodSandbox: %v", err)
-	}
-	ctr, err := d.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId: pod.PodSandboxId, SandboxConfig: sandbox,
-		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
-			Image:    &runtimeapi.ImageSpec{Image: img.Ref},
-			Command:  []string{"sleep", "3600"},
-			LogPath:  "app/0.log",
-		},
-	})
-	if err != nil {
-		t.Fatalf("CreateContainer: %v", err)
-	}
-	if _, err := d.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
-		t.Fatalf("StartContainer: %v", err)
-	}
-	store := statusapi.NewStore()
-	store.Set(testPod("web", []string{"app"}), corev1.PodStatus{
-		Phase:             corev1.PodRunning,
-		ContainerStatuses: []corev1.ContainerStatus{running("app", ctr.ContainerId, 0)},
-	})
-	srv := httptest.NewServer(statusapi.Handler(store, nil, nil))
-	t.Cleanup(srv.Close)
+	d, _, srv := startAppContainer(t, testutil.Options{Image: &img, ExtraConfig: "[checkpoint]\ncriu_path = \"/nonexistent/criu\"\n"})
 
 	dir := t.TempDir()
 	out := filepath.Join(dir, "a.tar")

@@ -172,41 +172,7 @@ func TestRunExec(t *testing.T) {
 func TestExecInDaemon(t *testing.T) {
 	testutil.RequiresRoot(t)
 	img := testutil.Busybox(t)
-	d := testutil.StartDaemon(t, testutil.Options{Image: &img})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-
-	sandbox := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"},
-		LogDirectory: d.LogDir + "/web",
-	}
-	pod, err := d.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandbox})
-	if err != nil {
-		t.Fatalf("RunPodSandbox: %v", err)
-	}
-	ctr, err := d.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId: pod.PodSandboxId, SandboxConfig: sandbox,
-		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
-			Image:    &runtimeapi.ImageSpec{Image: img.Ref},
-			Command:  []string{"sleep", "3600"},
-			LogPath:  "app/0.log",
-		},
-	})
-	if err != nil {
-		t.Fatalf("CreateContainer: %v", err)
-	}
-	if _, err := d.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
-		t.Fatalf("StartContainer: %v", err)
-	}
-
-	store := statusapi.NewStore()
-	store.Set(testPod("web", []string{"app"}), corev1.PodStatus{
-		Phase:             corev1.PodRunning,
-		ContainerStatuses: []corev1.ContainerStatus{running("app", ctr.ContainerId, 0)},
-	})
-	srv := httptest.NewServer(statusapi.Handler(store, nil, nil))
-	t.Cleanup(srv.Close)
+	d, _, srv := startAppContainer(t, testutil.Options{Image: &img})
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
 	tests := []struct {
@@ -248,4 +214,45 @@ func TestExecInDaemon(t *testing.T) {
 		}
 		t.Logf("exit code %d, stderr %q", code, stderr.String())
 	})
+}
+
+// startAppContainer starts a daemon with opts, a pod "web" with a running
+// container "app" (sleep 3600) on it, and a status API that names it.
+func startAppContainer(t *testing.T, opts testutil.Options) (*testutil.Daemon, string, *httptest.Server) {
+	t.Helper()
+	d := testutil.StartDaemon(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sandbox := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"},
+		LogDirectory: d.LogDir + "/web",
+	}
+	pod, err := d.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandbox})
+	if err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+	ctr, err := d.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: pod.PodSandboxId, SandboxConfig: sandbox,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Image:    &runtimeapi.ImageSpec{Image: opts.Image.Ref},
+			Command:  []string{"sleep", "3600"},
+			LogPath:  "app/0.log",
+		},
+	})
+	if err != nil {
+		t.Fatalf("CreateContainer: %v", err)
+	}
+	if _, err := d.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		t.Fatalf("StartContainer: %v", err)
+	}
+
+	store := statusapi.NewStore()
+	store.Set(testPod("web", []string{"app"}), corev1.PodStatus{
+		Phase:             corev1.PodRunning,
+		ContainerStatuses: []corev1.ContainerStatus{running("app", ctr.ContainerId, 0)},
+	})
+	srv := httptest.NewServer(statusapi.Handler(store, nil, nil))
+	t.Cleanup(srv.Close)
+	return d, ctr.ContainerId, srv
 }
