@@ -147,7 +147,7 @@ func TestWriteArchive(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "c.tar")
 	req := Request{ContainerID: live.Container.ID, Location: out, Status: []byte(`{"id":"x"}`)}
-	if err := writeArchive(context.Background(), out, work, live, req, spec); err != nil {
+	if err := writeArchive(context.Background(), out, work, live, req, spec, true); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(out)

@@ -2,13 +2,13 @@ package checkpoint
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -36,6 +36,14 @@ type Config struct {
 	// NoBreakpoints makes CRIU trace syscalls rather than set hardware
 	// breakpoints, which some virtual machines never deliver.
 	NoBreakpoints bool
+	// SyncArchive makes a checkpoint wait until its archive is on disk
+	// before it is renamed into place and the call returns. Without it
+	// the rename alone keeps a partial archive from ever being at the
+	// location when a process dies; only a host crash within the kernel's
+	// writeback window can leave a truncated one, and the archive costs
+	// no more than CRIU's own dump (a 100 MiB archive's fsync is a third
+	// of a checkpoint's time here).
+	SyncArchive bool
 	// WorkDir holds one directory per checkpoint under way: CRIU's images
 	// and logs, the writable layer's tar, and the intent record.
 	WorkDir string
@@ -212,7 +220,7 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 		return err
 	}
 
-	if err := writeArchive(ctx, temp, work, c, req, spec); err != nil {
+	if err := writeArchive(ctx, temp, work, c, req, spec, s.cfg.SyncArchive); err != nil {
 		return err
 	}
 	if err := failpoint.Check("CheckpointContainer/archive"); err != nil {
@@ -221,8 +229,10 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	if err := os.Rename(temp, req.Location); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(req.Location)); err != nil {
-		s.log.Warn("sync the checkpoint's directory", "dir", filepath.Dir(req.Location), "err", err)
+	if s.cfg.SyncArchive {
+		if err := syncDir(filepath.Dir(req.Location)); err != nil {
+			s.log.Warn("sync the checkpoint's directory", "dir", filepath.Dir(req.Location), "err", err)
+		}
 	}
 	if err := os.RemoveAll(work); err != nil {
 		s.log.Warn("remove a checkpoint's work dir", "dir", work, "err", err)
@@ -258,8 +268,8 @@ func writeDiff(ctx context.Context, work string, c container.Live, specJSON []by
 	return os.WriteFile(filepath.Join(work, archive.DeletedFilesFile), mustJSON(deleted), 0o600)
 }
 
-// writeArchive writes the archive to temp and syncs it.
-func writeArchive(ctx context.Context, temp, work string, c container.Live, req Request, spec []byte) (err error) {
+// writeArchive writes the archive to temp, and syncs it if asked.
+func writeArchive(ctx context.Context, temp, work string, c container.Live, req Request, spec []byte, durable bool) (err error) {
 	f, err := os.OpenFile(temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create the archive: %w", err)
@@ -271,14 +281,10 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 	}()
 	ctr := c.Container
 	now := time.Now()
-	tw := tar.NewWriter(f)
+	tw := tarFile{f}
 	add := func(name string, data []byte) error {
 		hdr := &tar.Header{Name: name, Mode: 0o600, Size: int64(len(data)), ModTime: now, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
+		return tw.member(hdr, bytes.NewReader(data))
 	}
 	cfg := archive.ContainerConfig{
 		ID:              ctr.ID,
@@ -339,8 +345,11 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 			}
 		}
 	}
-	if err := tw.Close(); err != nil {
+	if err := tw.close(); err != nil {
 		return fmt.Errorf("write the archive: %w", err)
+	}
+	if !durable {
+		return nil
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync the archive: %w", err)
@@ -349,7 +358,7 @@ func writeArchive(ctx context.Context, temp, work string, c container.Live, req 
 }
 
 // copyFile writes the file or directory p to tw as name.
-func copyFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
+func copyFile(tw tarFile, p, name string, fi fs.FileInfo) error {
 	hdr, err := tar.FileInfoHeader(fi, "")
 	if err != nil {
 		return err
@@ -357,7 +366,7 @@ func copyFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 	hdr.Name, hdr.Uname, hdr.Gname = name, "", ""
 	if fi.IsDir() {
 		hdr.Name += "/"
-		return tw.WriteHeader(hdr)
+		return tw.header(hdr)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil
@@ -368,10 +377,7 @@ func copyFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 	}
 	defer src.Close()
 	// A log grows while it is copied: the header's size is what goes in.
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if _, err := io.CopyN(tw, src, hdr.Size); err != nil {
+	if err := tw.member(hdr, src); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

@@ -8,8 +8,9 @@
 //
 // CRIU does the work through the OCI runtime (runc checkpoint
 // --leave-running): the container keeps running. The archive is written to
-// a temporary file beside its location, synced, then renamed, so that no
-// partial archive is ever at the location. Everything a checkpoint makes
+// a temporary file beside its location (synced when [checkpoint]
+// sync_archive asks), then renamed, so that no partial archive is ever at
+// the location. Everything a checkpoint makes
 // before the rename lives in a work directory of its own whose intent
 // record names that temporary file; a failed checkpoint removes both, and
 // Recover removes what a daemon killed halfway left.

@@ -239,10 +239,7 @@ func (s *Service) checkpointPod(ctx context.Context, req PodRequest, md *runtime
 	if err := failpoint.Check("CheckpointPod/dumped"); err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(temp, PodManifestFile), mustJSON(m)); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Join(temp, podContainers)); err != nil {
+	if err := s.writeManifest(temp, m); err != nil {
 		return err
 	}
 	if err := failpoint.Check("CheckpointPod/manifest"); err != nil {
@@ -251,7 +248,23 @@ func (s *Service) checkpointPod(ctx context.Context, req PodRequest, md *runtime
 	if err := os.Rename(temp, filepath.Join(req.Output, PodDir)); err != nil {
 		return err
 	}
+	if !s.cfg.SyncArchive {
+		return nil
+	}
 	return syncDir(req.Output)
+}
+
+// writeManifest writes pod.json into the pod checkpoint dir, and makes
+// it and the containers' archives' names durable when archives are synced.
+func (s *Service) writeManifest(dir string, m PodManifest) error {
+	path := filepath.Join(dir, PodManifestFile)
+	if !s.cfg.SyncArchive {
+		return os.WriteFile(path, mustJSON(m), 0o600)
+	}
+	if err := writeFileSync(path, mustJSON(m)); err != nil {
+		return err
+	}
+	return syncDir(filepath.Join(dir, podContainers))
 }
 
 // ReadPodManifest reads the pod checkpoint in dir (RestorePod's

@@ -192,6 +192,12 @@ type Checkpoint struct {
 	// hangs; Firecracker guests do). It sets CRIU's own switch for this,
 	// CRIU_FAULT=130, in the runtime's environment.
 	CriuNoBreakpoints bool `toml:"criu_no_breakpoints"`
+	// SyncArchive makes CheckpointContainer and CheckpointPod wait until
+	// the archive is on disk before they answer (containerd's content
+	// store does; CRI-O does not). Off, the default, an archive survives
+	// any process's death whole or not at all, but a host crash soon
+	// after can leave it truncated.
+	SyncArchive bool `toml:"sync_archive"`
 }
 
 // Metrics configures the HTTP server of the runtime's Prometheus metrics.

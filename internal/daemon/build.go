@@ -164,6 +164,7 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 	d.checkpoints = checkpoint.New(checkpoint.Config{
 		Criu:          d.cfg.Checkpoint.CriuPath,
 		NoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,
+		SyncArchive:   d.cfg.Checkpoint.SyncArchive,
 		WorkDir:       filepath.Join(d.cfg.Root, "checkpoints"),
 	}, d.containers, checkpointPods{d.sandboxes, d.containers}, d.log)
 	return nil
