@@ -154,6 +154,11 @@ func (s *Service) checkCriu(ctx context.Context) error {
 		bin = p
 	}
 	out, err := exec.CommandContext(ctx, bin, "check").CombinedOutput()
+	if err != nil && ctx.Err() != nil {
+		// Killed by the caller's deadline (a checkpoint's timeout): that
+		// says nothing of criu, and the next call checks again.
+		return fmt.Errorf("criu %s: `criu check` cut short: %w", bin, ctx.Err())
+	}
 	if err != nil {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		return fmt.Errorf("criu %s does not work on this host (`criu check`: %v: %s): %w",

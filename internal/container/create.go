@@ -190,11 +190,15 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 		return err
 	}
 	if restoreFrom != "" && ns.User != nil {
-		// runc restores into the pod's namespaces with CRIU's join-ns:
-		// CRIU 4.1.1 joins the user namespace first, then its setns into
-		// the pod's network namespace fails (EPERM), so the restore fails
-		// at start. Refused here, before anything is made.
-		return fmt.Errorf("image %s: restoring into a pod with its own user namespace is not supported: CRIU cannot join the pod's network namespace from its user namespace: %w", restoreFrom, errdefs.ErrNotImplemented)
+		// CRIU (4.1.1) clones the restored process into a new user
+		// namespace of its own, the checkpoint's, with the old pod's id
+		// maps; from there it has no privilege over the pod's namespaces,
+		// which the pod's user namespace owns, so its setns into the pod's
+		// network namespace (runc's external netns), and into the pod's
+		// user namespace (runc's join-ns), fail with EPERM: no order of
+		// the namespaces and no owner of the network namespace avoids it
+		// (checkpoint-restore/criu#2651). Refused before anything is made.
+		return fmt.Errorf("image %s: restoring into a pod with its own user namespace is not supported: CRIU restores the process into a new user namespace, from which it cannot enter the pod's namespaces: %w", restoreFrom, errdefs.ErrNotImplemented)
 	}
 	rootfs, err := m.mountRootfs(id, img, ns.User)
 	if err != nil {

@@ -15,7 +15,8 @@ import (
 
 // TestCheckpointUserNamespace checkpoints a counter in a pod of its own
 // user namespace (hostUsers: false): the archive is whole and the counter
-// runs on. Its restore into another such pod is refused (see create.go).
+// runs on. Its restore into another such pod is refused (see create.go:
+// CRIU cannot restore into an existing user namespace).
 func TestCheckpointUserNamespace(t *testing.T) {
 	testutil.CriuDumps(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
@@ -42,9 +43,10 @@ func TestCheckpointUserNamespace(t *testing.T) {
 	eventually(t, 10*time.Second, "the counter to go on after the checkpoint", func() bool { return e.counter(id) > first })
 	noCheckpointLeftovers(t, e.d)
 
-	// The restore into another user-namespaced pod: refused at creation
-	// (CRIU 4.1.1, through runc, cannot enter the pod's network namespace
-	// once it joined its user namespace: setns EPERM), nothing made.
+	// The restore into another user-namespaced pod: refused at creation,
+	// nothing made. CRIU 4.1.1 clones the restored process into a new user
+	// namespace (the checkpoint's), from which its setns into the pod's
+	// network namespace, owned by the pod's user namespace, is EPERM.
 	dst := e.usernsPod("ckpt-userns-dst", 34<<16)
 	dstID := e.runPod(dst)
 	cfg := e.usernsCtr(dst, "counter", counterCmd...)
