@@ -226,12 +226,19 @@ func checkRefused(t *testing.T, s *Store, root string, err error, ref, scope, wa
 			t.Errorf("refusal %q does not say %q", msg, w)
 		}
 	}
+	checkNothingStored(t, s, root)
+}
+
+// checkNothingStored checks that the store at root holds no image and no
+// file of one after a failed pull.
+func checkNothingStored(t *testing.T, s *Store, root string) {
+	t.Helper()
 	if imgs := s.List(); len(imgs) != 0 {
-		t.Errorf("images after the refused pull: %v", imgs)
+		t.Errorf("images after the failed pull: %v", imgs)
 	}
 	for _, d := range []string{"blobs", "snapshots", "ingest", "images", "tmp"} {
 		if n := countFiles(t, filepath.Join(root, d)); n != 0 {
-			t.Errorf("%d files left in %s after the refused pull: %v", n, d, dirNames(t, filepath.Join(root, d)))
+			t.Errorf("%d files left in %s after the failed pull: %v", n, d, dirNames(t, filepath.Join(root, d)))
 		}
 	}
 }
@@ -433,9 +440,7 @@ func TestPullSignaturesStall(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("the pull waited for the test's deadline, not its own")
 	}
-	if imgs := s.List(); len(imgs) != 0 {
-		t.Errorf("images after the stalled pull: %v", imgs)
-	}
+	checkNothingStored(t, s, root)
 }
 
 // BenchmarkPullVerified measures the pull of BenchmarkPull's 3-layer image
