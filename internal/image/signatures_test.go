@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -507,4 +508,71 @@ func BenchmarkPullVerified(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(verifiedTime)/float64(plainTime), "verified/plain")
 	b.ReportMetric(float64((verifiedTime-plainTime).Milliseconds())/float64(b.N), "added-ms/pull")
+}
+
+// TestPullSignaturesMirrorAndAuth: signatures come from where the image
+// does, as the pull fetches it: from the mirror that serves the manifest,
+// and from a registry that wants credentials, with the pull's credentials.
+func TestPullSignaturesMirrorAndAuth(t *testing.T) {
+	requiresRoot(t)
+	dir := t.TempDir()
+	key := newSigKey(t, dir, "k")
+	policy := filepath.Join(dir, "policy.json")
+	writePolicy(t, policy, fmt.Sprintf(`{"default": [{"type": "sigstoreSigned", "keyPath": %q}]}`, key.pubPath))
+	// signed pushes a signed image to reg as app:v1, signed as identity,
+	// and counts the signature requests reg answers from then on.
+	signed := func(t *testing.T, reg *testRegistry, identity string, allow func(*http.Request) bool) *atomic.Int32 {
+		img := testImage(t, "amd64", "signed")
+		pushTo(t, reg.host+"/app:v1", img)
+		d, _ := img.Digest()
+		attachTag(t, reg.host+"/app", d, sign(t, key, img, identity))
+		sigs := new(atomic.Int32)
+		reg.wrap = func(w http.ResponseWriter, r *http.Request) bool {
+			if !allow(r) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="crib-test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return true
+			}
+			if strings.Contains(r.URL.Path, "/manifests/sha256-") {
+				sigs.Add(1)
+			}
+			return false
+		}
+		return sigs
+	}
+
+	t.Run("mirror", func(t *testing.T) {
+		mirror := newRegistry(t)
+		sigs := signed(t, mirror, "signed.invalid/app:v1", func(*http.Request) bool { return true })
+		root := t.TempDir()
+		s := openStore(t, root, Config{
+			Registries:      map[string]Registry{"signed.invalid": {Mirrors: []string{"http://" + mirror.host}}},
+			SignaturePolicy: sigpolicy.Config{Path: policy},
+		})
+		if _, err := s.Pull(context.Background(), "signed.invalid/app:v1", Auth{}); err != nil {
+			t.Fatalf("pull through the mirror: %v", err)
+		}
+		if sigs.Load() == 0 {
+			t.Errorf("the mirror served no signature")
+		}
+	})
+
+	t.Run("credentials", func(t *testing.T) {
+		reg := newRegistry(t)
+		sigs := signed(t, reg, reg.host+"/app:v1", func(r *http.Request) bool {
+			u, p, ok := r.BasicAuth()
+			return ok && u == "user" && p == "secret"
+		})
+		root := t.TempDir()
+		s := openStore(t, root, Config{
+			Registries:      map[string]Registry{reg.host: {Insecure: true}},
+			SignaturePolicy: sigpolicy.Config{Path: policy},
+		})
+		if _, err := s.Pull(context.Background(), reg.host+"/app:v1", Auth{Username: "user", Password: "secret"}); err != nil {
+			t.Fatalf("pull with credentials: %v", err)
+		}
+		if sigs.Load() == 0 {
+			t.Errorf("no signature was fetched with the credentials")
+		}
+	})
 }
