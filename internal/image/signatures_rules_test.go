@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/crib-dev/crib/internal/sigpolicy"
 	"github.com/crib-dev/crib/internal/testutil"
 )
@@ -252,4 +254,27 @@ func TestPullSignedByRefused(t *testing.T) {
 	_, err := s.Pull(context.Background(), repo+":v1", Auth{})
 	checkRefused(t, s, root, err, repo+":v1", fmt.Sprintf("transports.docker[%q]", repo), "signedBy (GPG simple signing) requirements are not supported by crib")
 	checkVerify(t, policy, repo+":v1", "use sigstoreSigned")
+}
+
+// TestPullBadPolicy: a policy file that is missing or not a policy fails
+// the pull as a failed precondition naming the file, and stores nothing.
+func TestPullBadPolicy(t *testing.T) {
+	testutil.RequireRegistry(t)
+	requiresRoot(t)
+	dir := t.TempDir()
+	ref := fmt.Sprintf("127.0.0.1:5000/crib-sigbad-%d/app:v1", time.Now().UnixNano())
+	pushTo(t, ref, testImage(t, "amd64", "bad-policy"))
+	garbled := filepath.Join(dir, "garbled.json")
+	writePolicy(t, garbled, `{"default": [{"type": "sigstoreSigned"}]}`)
+	for _, path := range []string{filepath.Join(dir, "missing.json"), garbled} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			root := t.TempDir()
+			s := openStore(t, root, Config{SignaturePolicy: sigpolicy.Config{Path: path}})
+			_, err := s.Pull(context.Background(), ref, Auth{})
+			if !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("pull under %s: %v; want a failed precondition naming the file", path, err)
+			}
+			checkNothingStored(t, s, root)
+		})
+	}
 }
