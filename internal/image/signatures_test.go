@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,12 +227,19 @@ func checkRefused(t *testing.T, s *Store, root string, err error, ref, scope, wa
 			t.Errorf("refusal %q does not say %q", msg, w)
 		}
 	}
+	checkNothingStored(t, s, root)
+}
+
+// checkNothingStored checks that the store at root holds no image and no
+// file of one after a failed pull.
+func checkNothingStored(t *testing.T, s *Store, root string) {
+	t.Helper()
 	if imgs := s.List(); len(imgs) != 0 {
-		t.Errorf("images after the refused pull: %v", imgs)
+		t.Errorf("images after the failed pull: %v", imgs)
 	}
 	for _, d := range []string{"blobs", "snapshots", "ingest", "images", "tmp"} {
 		if n := countFiles(t, filepath.Join(root, d)); n != 0 {
-			t.Errorf("%d files left in %s after the refused pull: %v", n, d, dirNames(t, filepath.Join(root, d)))
+			t.Errorf("%d files left in %s after the failed pull: %v", n, d, dirNames(t, filepath.Join(root, d)))
 		}
 	}
 }
@@ -433,9 +441,7 @@ func TestPullSignaturesStall(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("the pull waited for the test's deadline, not its own")
 	}
-	if imgs := s.List(); len(imgs) != 0 {
-		t.Errorf("images after the stalled pull: %v", imgs)
-	}
+	checkNothingStored(t, s, root)
 }
 
 // BenchmarkPullVerified measures the pull of BenchmarkPull's 3-layer image
@@ -502,4 +508,71 @@ func BenchmarkPullVerified(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(verifiedTime)/float64(plainTime), "verified/plain")
 	b.ReportMetric(float64((verifiedTime-plainTime).Milliseconds())/float64(b.N), "added-ms/pull")
+}
+
+// TestPullSignaturesMirrorAndAuth: signatures come from where the image
+// does, as the pull fetches it: from the mirror that serves the manifest,
+// and from a registry that wants credentials, with the pull's credentials.
+func TestPullSignaturesMirrorAndAuth(t *testing.T) {
+	requiresRoot(t)
+	dir := t.TempDir()
+	key := newSigKey(t, dir, "k")
+	policy := filepath.Join(dir, "policy.json")
+	writePolicy(t, policy, fmt.Sprintf(`{"default": [{"type": "sigstoreSigned", "keyPath": %q}]}`, key.pubPath))
+	// signed pushes a signed image to reg as app:v1, signed as identity,
+	// and counts the signature requests reg answers from then on.
+	signed := func(t *testing.T, reg *testRegistry, identity string, allow func(*http.Request) bool) *atomic.Int32 {
+		img := testImage(t, "amd64", "signed")
+		pushTo(t, reg.host+"/app:v1", img)
+		d, _ := img.Digest()
+		attachTag(t, reg.host+"/app", d, sign(t, key, img, identity))
+		sigs := new(atomic.Int32)
+		reg.wrap = func(w http.ResponseWriter, r *http.Request) bool {
+			if !allow(r) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="crib-test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return true
+			}
+			if strings.Contains(r.URL.Path, "/manifests/sha256-") {
+				sigs.Add(1)
+			}
+			return false
+		}
+		return sigs
+	}
+
+	t.Run("mirror", func(t *testing.T) {
+		mirror := newRegistry(t)
+		sigs := signed(t, mirror, "signed.invalid/app:v1", func(*http.Request) bool { return true })
+		root := t.TempDir()
+		s := openStore(t, root, Config{
+			Registries:      map[string]Registry{"signed.invalid": {Mirrors: []string{"http://" + mirror.host}}},
+			SignaturePolicy: sigpolicy.Config{Path: policy},
+		})
+		if _, err := s.Pull(context.Background(), "signed.invalid/app:v1", Auth{}); err != nil {
+			t.Fatalf("pull through the mirror: %v", err)
+		}
+		if sigs.Load() == 0 {
+			t.Errorf("the mirror served no signature")
+		}
+	})
+
+	t.Run("credentials", func(t *testing.T) {
+		reg := newRegistry(t)
+		sigs := signed(t, reg, reg.host+"/app:v1", func(r *http.Request) bool {
+			u, p, ok := r.BasicAuth()
+			return ok && u == "user" && p == "secret"
+		})
+		root := t.TempDir()
+		s := openStore(t, root, Config{
+			Registries:      map[string]Registry{reg.host: {Insecure: true}},
+			SignaturePolicy: sigpolicy.Config{Path: policy},
+		})
+		if _, err := s.Pull(context.Background(), reg.host+"/app:v1", Auth{Username: "user", Password: "secret"}); err != nil {
+			t.Fatalf("pull with credentials: %v", err)
+		}
+		if sigs.Load() == 0 {
+			t.Errorf("no signature was fetched with the credentials")
+		}
+	})
 }

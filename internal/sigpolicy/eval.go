@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/containerd/errdefs"
 	"go.podman.io/image/v5/directory"
@@ -34,6 +35,10 @@ func evaluate(ctx context.Context, tmpDir, file string, img Image) (Decision, er
 	reqs, d := scopeOf(pol, ref)
 	for _, r := range reqs {
 		d.Requirements = append(d.Requirements, requirementType(r))
+	}
+	if slices.Contains(d.Requirements, "signedBy") {
+		d.Reason = signedByReason
+		return d, nil
 	}
 	var sigs []Signature
 	if verifiesSignatures(d.Requirements) && img.Signatures != nil {
@@ -71,14 +76,29 @@ func evaluate(ctx context.Context, tmpDir, file string, img Image) (Decision, er
 		d.Allowed = true
 		return d, nil
 	}
-	var preq signature.PolicyRequirementError
-	var pinv signature.InvalidSignatureError
-	if err == nil || !(errors.As(err, &preq) || errors.As(err, &pinv)) {
-		return d, fmt.Errorf("signature check of %s: %w", img.Ref, err)
+	if ctx.Err() != nil {
+		return d, fmt.Errorf("signature check of %s: %w", img.Ref, context.Cause(ctx))
+	}
+	// Every other "no" is a refusal, whatever its error type: the library
+	// returns a signature's own failure as it found it (a missing
+	// certificate annotation, a key file it cannot read), not always as a
+	// PolicyRequirementError or InvalidSignatureError, and the image is
+	// refused all the same.
+	if err == nil {
+		err = errors.New("refused without a reason")
 	}
 	d.Reason = err.Error()
 	return d, nil
 }
+
+// signedByReason is why a scope wanting signedBy refuses. Simple (GPG)
+// signatures are not kept in a registry but on a lookaside web server
+// named by containers-registries.d(5) (or behind a registry API extension
+// few registries have); crib reads neither, so such a requirement could
+// only ever fail with "no signature exists". It says so instead.
+const signedByReason = "signedBy (GPG simple signing) requirements are not supported by crib: " +
+	"it reads sigstore signatures attached in the registry, not simple signatures from a lookaside server; " +
+	"sign with cosign and use sigstoreSigned"
 
 // scopeOf returns the requirements the library applies to ref, found the
 // way its PolicyContext does (most specific docker scope, then the

@@ -54,7 +54,8 @@ func signaturePolicyConfig(t *testing.T) string {
 
 // testSignaturePolicy: a pod whose image the node's signature policy
 // refuses (unsigned, in a scope that wants a signature) waits with the
-// kubelet's SignatureValidationFailed and the refusal's reason; a pod
+// kubelet's SignatureValidationFailed and the refusal's reason, and has a
+// Failed event naming the image and the policy's scope; a pod
 // whose image the policy's default accepts is pulled and runs.
 func testSignaturePolicy(t *testing.T, s *suite) {
 	if s.env.daemon == nil {
@@ -92,9 +93,36 @@ func testSignaturePolicy(t *testing.T, s *suite) {
 		msg = st.State.Waiting.Message
 		return true
 	})
-	for _, want := range []string{"because the signature validation failed", "A signature was required, but no signature exists", sigpolicyScope} {
+	scope := fmt.Sprintf("transports.docker[%q]", sigpolicyScope)
+	if want := "image pull failed for " + ref + " because the signature validation failed: Source image rejected: "; !strings.HasPrefix(msg, want) {
+		t.Errorf("waiting message %q does not start %q, as the kubelet's", msg, want)
+	}
+	for _, want := range []string{"A signature was required, but no signature exists", scope} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("waiting message %q lacks %q", msg, want)
+		}
+	}
+	// The pod's Failed event, as the kubelet records it: the image and
+	// the runtime's refusal, naming the scope that applied.
+	failedEvent := func() (found bool, failed []string) {
+		for _, ev := range s.h.Agent().Events().List().Items {
+			if ev.InvolvedObject.Name != "sig-refused" || ev.Type != corev1.EventTypeWarning || ev.Reason != "Failed" {
+				continue
+			}
+			failed = append(failed, ev.Message)
+			found = found || strings.HasPrefix(ev.Message, fmt.Sprintf("Failed to pull image %q: SignatureValidationFailed: Source image rejected: ", ref)) &&
+				strings.Contains(ev.Message, scope)
+		}
+		return found, failed
+	}
+	for deadline := time.Now().Add(longWait); ; time.Sleep(pollEvery) {
+		found, failed := failedEvent()
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no Failed event for sig-refused naming %s and %s; its Failed events: %q", ref, scope, failed)
+			break
 		}
 	}
 	s.h.waitFor(t, "sig-allowed", "app running", longWait, func(p *corev1.Pod) bool { return running(p, "app") })

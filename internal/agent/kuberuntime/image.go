@@ -20,20 +20,25 @@ const (
 	reasonErrImageNeverPull = "ErrImageNeverPull"
 )
 
-// pullFailure is the waiting reason and message of a failed pull, as the
-// kubelet's image manager words them: a runtime's status message that
-// starts with the CRI's SignatureValidationFailed is that reason, any other
-// ErrImagePull.
-func pullFailure(ref string, err error) (reason, msg string) {
+// pullFailure words a failed pull as the kubelet's image manager does:
+// the container's waiting reason and message, and the message of the pod's
+// Failed event. A runtime status message that starts with the CRI's
+// SignatureValidationFailed is that reason, the waiting message "image pull
+// failed for REF because the signature validation failed: ..." and the
+// event "Failed to pull image "REF": SignatureValidationFailed: ...";
+// anything else is ErrImagePull.
+func pullFailure(ref string, err error) (reason, waiting, event string) {
 	text := err.Error()
 	if st, ok := status.FromError(err); ok {
 		text = st.Message()
 	}
 	if rest, ok := strings.CutPrefix(text, crierrors.ErrSignatureValidationFailed.Error()); ok {
 		return crierrors.ErrSignatureValidationFailed.Error(),
-			fmt.Sprintf("Failed to pull image %q: image pull failed for %s because the signature validation failed%s", ref, ref, rest)
+			fmt.Sprintf("image pull failed for %s because the signature validation failed%s", ref, rest),
+			fmt.Sprintf("Failed to pull image %q: %s", ref, text)
 	}
-	return reasonErrImagePull, fmt.Sprintf("Failed to pull image %q: %v", ref, err)
+	msg := fmt.Sprintf("Failed to pull image %q: %v", ref, err)
+	return reasonErrImagePull, msg, msg
 }
 
 // errWaiting is a container that cannot start now for a reason that is
@@ -139,9 +144,9 @@ func (m *Manager) ensure(ctx context.Context, env startEnv, name, ref string, po
 	ended()
 	if err != nil {
 		m.cfg.PullBackoff.Next(key)
-		reason, msg := pullFailure(ref, err)
-		env.waiting.wait(name, reason, msg)
-		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", msg)
+		reason, waiting, event := pullFailure(ref, err)
+		env.waiting.wait(name, reason, waiting)
+		m.cfg.Recorder.Event(pod, corev1.EventTypeWarning, "Failed", event)
 		return nil, fmt.Errorf("pull image %q: %w", ref, fromGRPC(err))
 	}
 	m.cfg.PullBackoff.Reset(key)

@@ -9,22 +9,26 @@ import (
 )
 
 // TestPullFailure words failed pulls as the kubelet's image manager does:
-// a status message starting SignatureValidationFailed is that reason.
+// a status message starting SignatureValidationFailed is that reason, with
+// the kubelet's waiting message and Failed event.
 func TestPullFailure(t *testing.T) {
 	const ref = "example.com/app:1"
 	for _, c := range []struct {
-		err          error
-		reason, want string
+		err                    error
+		reason, waiting, event string
 	}{
 		{status.Error(codes.Unknown, "SignatureValidationFailed: Source image rejected: A signature was required, but no signature exists (image x)"),
 			"SignatureValidationFailed",
-			`Failed to pull image "example.com/app:1": image pull failed for example.com/app:1 because the signature validation failed: Source image rejected: A signature was required, but no signature exists (image x)`},
-		{status.Error(codes.NotFound, "manifest unknown"), "ErrImagePull", `Failed to pull image "example.com/app:1": rpc error: code = NotFound desc = manifest unknown`},
-		{errors.New("plain"), "ErrImagePull", `Failed to pull image "example.com/app:1": plain`},
+			`image pull failed for example.com/app:1 because the signature validation failed: Source image rejected: A signature was required, but no signature exists (image x)`,
+			`Failed to pull image "example.com/app:1": SignatureValidationFailed: Source image rejected: A signature was required, but no signature exists (image x)`},
+		{status.Error(codes.NotFound, "manifest unknown"), "ErrImagePull",
+			`Failed to pull image "example.com/app:1": rpc error: code = NotFound desc = manifest unknown`,
+			`Failed to pull image "example.com/app:1": rpc error: code = NotFound desc = manifest unknown`},
+		{errors.New("plain"), "ErrImagePull", `Failed to pull image "example.com/app:1": plain`, `Failed to pull image "example.com/app:1": plain`},
 	} {
-		reason, msg := pullFailure(ref, c.err)
-		if reason != c.reason || msg != c.want {
-			t.Errorf("pullFailure(%v) = %q, %q; want %q, %q", c.err, reason, msg, c.reason, c.want)
+		reason, waiting, event := pullFailure(ref, c.err)
+		if reason != c.reason || waiting != c.waiting || event != c.event {
+			t.Errorf("pullFailure(%v) = %q, %q, %q; want %q, %q, %q", c.err, reason, waiting, event, c.reason, c.waiting, c.event)
 		}
 	}
 }
