@@ -19,7 +19,8 @@ import (
 )
 
 // nriClasser adjusts containers by their labels: nri-blockio names a block
-// I/O class, nri-rdt an RDT class, and nri-seccomp gives a seccomp policy
+// I/O class, nri-rdt an RDT class, nri-clos an RDT CLOS, and nri-seccomp
+// gives a seccomp policy
 // that lets everything but mkdir through, which fails with EPERM.
 type nriClasser struct{}
 
@@ -31,6 +32,9 @@ func (nriClasser) CreateContainer(_ context.Context, _ *api.PodSandbox, c *api.C
 	}
 	if class := l["nri-rdt"]; class != "" {
 		a.SetLinuxRDTClass(class)
+	}
+	if clos := l["nri-clos"]; clos != "" {
+		a.SetLinuxRDTClosID(clos)
 	}
 	if l["nri-seccomp"] != "" {
 		a.SetLinuxSeccompPolicy(&api.LinuxSeccomp{
@@ -80,8 +84,8 @@ func boolInt(b bool) int {
 // blockio_config_file is the container's throttling in its OCI spec and in
 // its cgroup, and so is the class a pod annotation names without a plugin;
 // a class the file does not have, and an RDT class on a node without an
-// rdt_config_file, fail the creation with InvalidArgument naming what is
-// missing and leave no container; the plugin's seccomp policy is in force,
+// rdt_config_file, or a CLOS on a host without resctrl, fail the creation
+// with InvalidArgument naming what is missing and leave no container; the plugin's seccomp policy is in force,
 // so the process's mkdir fails with EPERM while the rest runs, and NRI's
 // default validator, told to, refuses it over a RuntimeDefault profile.
 func TestNRIClassesAndSeccomp(t *testing.T) {
@@ -189,9 +193,18 @@ func TestNRIClassesAndSeccomp(t *testing.T) {
 	}
 
 	// An RDT class with an rdt_config_file on a host with resctrl is not
-	// tried here: it would reconfigure the host's resctrl.
+	// tried here: it would reconfigure the host's resctrl. Without resctrl,
+	// a plugin's CLOS is refused at creation, not by runc at start.
 	if resclass.ResctrlMounted() {
 		t.Log("resctrl is mounted; the RDT class path with a configuration is not exercised")
+	} else {
+		cc := e.ctrConfig("refused-clos", "true")
+		cc.Labels["nri-clos"] = "gold"
+		_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cc, SandboxConfig: pod})
+		checkRefused(t, err, []string{"RDT (Linux.IntelRdt): resctrl is not mounted"})
+		if after := listContainers(t, e); len(after) != len(before) {
+			t.Errorf("containers %v after the refused CLOS, want %v", after, before)
+		}
 	}
 
 	// The plugin's seccomp policy.
