@@ -83,11 +83,12 @@ func boolInt(b bool) int {
 // written on NRI's stub, against a real daemon: the block I/O class of the
 // blockio_config_file is the container's throttling in its OCI spec and in
 // its cgroup, and so is the class a pod annotation names without a plugin;
-// a class the file does not have, and an RDT class on a node without an
-// rdt_config_file, or a CLOS on a host without resctrl, fail the creation
-// with InvalidArgument naming what is missing and leave no container; the plugin's seccomp policy is in force,
-// so the process's mkdir fails with EPERM while the rest runs, and NRI's
-// default validator, told to, refuses it over a RuntimeDefault profile.
+// a class the file does not have, an RDT class on a node without an
+// rdt_config_file, and a CLOS on a host without resctrl fail the creation
+// with InvalidArgument naming what is missing and leave no container; the
+// plugin's seccomp policy is in force, so the process's mkdir fails with
+// EPERM while the rest runs, and NRI's default validator, told to, refuses
+// it over a RuntimeDefault profile.
 func TestNRIClassesAndSeccomp(t *testing.T) {
 	testutil.RequiresRoot(t)
 	t.Parallel()
