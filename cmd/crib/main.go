@@ -18,6 +18,7 @@ Usage:
                              (--wait=ready: return once it is ready, leaving it running)
   crib pods [-wide]          list the agent's pods (-wide: with their user namespaces)
   crib ps                    list the agent's containers
+  crib events [POD]          list the agent's events, or one pod's (why a container waits)
   crib logs [-f] POD         print a container's log of an agent's pod
   crib exec POD -- CMD...    run a command in a container of an agent's pod (no -it)
   crib checkpoint POD        write a checkpoint archive of a container of an agent's pod
@@ -48,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdout, stderr)
 	case "pods", "ps":
 		return listCmd(args[0], args[1:], stdout, stderr)
+	case "events":
+		return eventsCmd(args[1:], stdout, stderr)
 	case "logs":
 		return logsCmd(args[1:], stdout, stderr)
 	case "exec":

@@ -43,6 +43,14 @@ type Config struct {
 	// ShmSize is the size in bytes of each pod's /dev/shm.
 	ShmSize int64 `toml:"shm_size"`
 
+	// BlockIOConfigFile is goresctrl's block I/O class configuration
+	// (YAML), containerd's and CRI-O's blockio_config_file: the classes NRI
+	// plugins and the blockio class annotations name. Empty: none.
+	BlockIOConfigFile string `toml:"blockio_config_file"`
+	// RdtConfigFile is goresctrl's RDT class configuration, put in force
+	// under resctrl at start, as containerd's rdt_config_file. Empty: none.
+	RdtConfigFile string `toml:"rdt_config_file"`
+
 	// Registries configures registry hosts (mirrors, plain HTTP), keyed by
 	// host as it appears in image references ("registry.k8s.io",
 	// "docker.io", "127.0.0.1:5000").

@@ -88,6 +88,8 @@ func TestValidate(t *testing.T) {
 			c.Registries = map[string]Registry{"gcr.io": {Mirrors: []string{"127.0.0.1:5000"}}}
 		}, `registries."gcr.io".mirrors: entry 0`},
 		{"shm", func(c *Config) { c.ShmSize = 0 }, "shm_size"},
+		{"relative blockio file", func(c *Config) { c.BlockIOConfigFile = "blockio.yaml" }, "blockio_config_file"},
+		{"relative rdt file", func(c *Config) { c.RdtConfigFile = "rdt.yaml" }, "rdt_config_file"},
 		{"pull progress timeout", func(c *Config) { c.ImagePullProgressTimeout = 0 }, "image_pull_progress_timeout"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
 		{"max layer size", func(c *Config) { c.MaxLayerSize = -1 }, "max_layer_size"},

@@ -119,6 +119,11 @@ func (c Config) Validate() error {
 			bad(fmt.Errorf("%s is not positive", d.v), "nri", d.key)
 		}
 	}
+	for _, p := range []struct{ key, path string }{{"blockio_config_file", c.BlockIOConfigFile}, {"rdt_config_file", c.RdtConfigFile}} {
+		if p.path != "" && !filepath.IsAbs(p.path) {
+			bad(fmt.Errorf("%q is not an absolute path", p.path), p.key)
+		}
+	}
 	if p := c.SignaturePolicy.Path; p != "" && !filepath.IsAbs(p) {
 		bad(fmt.Errorf("%q is not an absolute path", p), "signature_policy", "path")
 	}

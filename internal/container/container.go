@@ -24,6 +24,7 @@ import (
 	"github.com/crib-dev/crib/internal/namereserve"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/resclass"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/snapshot"
 )
@@ -132,6 +133,9 @@ type Config struct {
 	Tracer Tracer
 	// CDI resolves the CDI devices containers ask for; nil resolves none.
 	CDI *cdi.Registry
+	// Classes resolves the block I/O and RDT classes annotations name;
+	// nil has none, and a container naming one is refused.
+	Classes *resclass.Classes
 	// Plugins are told of each container's lifecycle and may adjust it
 	// (NRI); nil is none.
 	Plugins Plugins

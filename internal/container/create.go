@@ -22,6 +22,7 @@ import (
 	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/resclass"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/undo"
 )
@@ -51,6 +52,10 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	if err != nil {
 		return "", err
 	}
+	classes, err := m.cfg.Classes.FromAnnotations(cfg.GetMetadata().GetName(), cfg.GetAnnotations(), sb.Config.GetAnnotations())
+	if err != nil {
+		return "", fmt.Errorf("config.annotations: %w: %w", err, errdefs.ErrInvalidArgument)
+	}
 	began := time.Now()
 	ref, restoreFrom, err := m.imageToCreate(cfg)
 	if err != nil {
@@ -73,7 +78,7 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	}
 	id := ids.New()
 	return m.names.Create(ctx, nameKey(sb.ID, cfg.GetMetadata()), id, func(ctx context.Context) error {
-		return m.create(ctx, id, sb, cfg, img, vols, logFile, devices, restoreFrom)
+		return m.create(ctx, id, sb, cfg, img, vols, logFile, devices, classes, restoreFrom)
 	})
 }
 
@@ -135,7 +140,7 @@ func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath, image string) 
 	return cfg
 }
 
-func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices, restoreFrom string) (err error) {
+func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices, classes resclass.Annotated, restoreFrom string) (err error) {
 	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
 		return err
 	}
@@ -264,6 +269,7 @@ func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg
 	if err := devices.Apply(spec); err != nil {
 		return err
 	}
+	classes.Apply(spec)
 	if m.cfg.Plugins != nil {
 		c.CgroupsPath = spec.Linux.CgroupsPath
 		// The plugins see the spec whole and adjust it last, as under

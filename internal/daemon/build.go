@@ -19,6 +19,7 @@ import (
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
+	"github.com/crib-dev/crib/internal/resclass"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/statsservice"
 	"github.com/crib-dev/crib/internal/systemd"
@@ -117,7 +118,11 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 	cdiRegistry := cdi.New(d.cfg.CDI.SpecDirs)
 	var sbPlugins sandbox.Plugins
 	var ctrPlugins container.Plugins
-	if err := d.buildNRI(cdiRegistry); err != nil {
+	classes, err := resclass.Load(d.cfg.BlockIOConfigFile, d.cfg.RdtConfigFile, d.log)
+	if err != nil {
+		return err
+	}
+	if err := d.buildNRI(cdiRegistry, classes); err != nil {
 		return err
 	}
 	if d.nri != nil {
@@ -155,6 +160,7 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		Events:            d.events,
 		Tracer:            d.metrics,
 		CDI:               cdiRegistry,
+		Classes:           classes,
 		Plugins:           ctrPlugins,
 		Criu:              d.cfg.Checkpoint.CriuPath,
 		CriuNoBreakpoints: d.cfg.Checkpoint.CriuNoBreakpoints,

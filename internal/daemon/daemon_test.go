@@ -38,6 +38,7 @@ func TestRefusesToStart(t *testing.T) {
 		}, "not found"},
 		{"root unusable", func(c *config.Config) { c.Root = "/proc/crib-cannot-be-here" }, "unusable"},
 		{"invalid config", func(c *config.Config) { c.CgroupDriver = "none" }, "cgroup_driver"},
+		{"unreadable blockio classes", func(c *config.Config) { c.BlockIOConfigFile = "/nonexistent/blockio.yaml" }, "blockio_config_file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

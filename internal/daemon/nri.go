@@ -3,11 +3,12 @@ package daemon
 import (
 	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/nri"
+	"github.com/crib-dev/crib/internal/resclass"
 )
 
 // buildNRI makes the NRI adaptation when [nri] enables it, with its
 // metrics; it starts once the managers have restored (startNRI).
-func (d *Daemon) buildNRI(cdiRegistry *cdi.Registry) error {
+func (d *Daemon) buildNRI(cdiRegistry *cdi.Registry, classes *resclass.Classes) error {
 	if !d.cfg.NRI.Enable {
 		return nil
 	}
@@ -17,7 +18,7 @@ func (d *Daemon) buildNRI(cdiRegistry *cdi.Registry) error {
 			return err
 		}
 	}
-	n, err := nri.New(d.cfg.NRI, nri.Options{Version: Version, Log: d.log, CDI: cdiRegistry, Metrics: m})
+	n, err := nri.New(d.cfg.NRI, nri.Options{Version: Version, Log: d.log, CDI: cdiRegistry, Classes: classes, Metrics: m})
 	if err != nil {
 		return err
 	}

@@ -8,26 +8,30 @@ import (
 	nri "github.com/containerd/nri/pkg/adaptation"
 	"github.com/containerd/nri/pkg/runtime-tools/generate"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/crib-dev/crib/internal/resclass"
 )
 
 // adjust applies the plugins' combined adjustment to spec with NRI's own
-// generator. CDI devices go through crib's registry; block I/O and RDT
-// classes need a class configuration crib does not have, so naming one
-// is an error rather than silence.
+// generator. CDI devices go through crib's registry, block I/O and RDT
+// classes through its class configuration; RDT settings on a host without
+// resctrl are refused here, with the reason, rather than by runc at start.
 func (n *NRI) adjust(spec *specs.Spec, a *nri.ContainerAdjustment) error {
 	if a == nil {
 		return nil
 	}
 	g := generate.SpecGenerator(specGen{spec},
 		generate.WithCDIDeviceInjector(n.injectCDI),
-		generate.WithBlockIOResolver(func(class string) (*specs.LinuxBlockIO, error) {
-			return nil, fmt.Errorf("block I/O class %q: crib has no block I/O class configuration", class)
-		}),
-		generate.WithRdtResolver(func(class string) (*specs.LinuxIntelRdt, error) {
-			return nil, fmt.Errorf("RDT class %q: crib has no RDT class configuration", class)
-		}),
+		generate.WithBlockIOResolver(n.opts.Classes.BlockIO),
+		generate.WithRdtResolver(n.opts.Classes.RDT),
 	)
-	return g.Adjust(a)
+	if err := g.Adjust(a); err != nil {
+		return err
+	}
+	if a.GetLinux().GetRdt() != nil || a.GetLinux().GetResources().GetRdtClass() != nil {
+		return resclass.CheckRDT(spec)
+	}
+	return nil
 }
 
 // injectCDI edits the CDI devices a plugin asked for into spec.

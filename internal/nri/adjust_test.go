@@ -11,8 +11,8 @@ import (
 )
 
 // An adjustment of every kind the generator takes lands in the spec
-// through specGen; a Block I/O class, which crib cannot resolve, is an
-// error naming it.
+// through specGen; a Block I/O or RDT class with no class configuration
+// is an error naming the class and the missing file.
 func TestAdjustSpec(t *testing.T) {
 	n := &NRI{}
 	spec := &specs.Spec{
@@ -72,8 +72,13 @@ func TestAdjustSpec(t *testing.T) {
 
 	b := &api.ContainerAdjustment{}
 	b.SetLinuxBlockIOClass("gold")
-	if err := n.adjust(&specs.Spec{}, b); err == nil || !strings.Contains(err.Error(), "gold") {
-		t.Errorf("a Block I/O class: %v, want an error naming it", err)
+	if err := n.adjust(&specs.Spec{}, b); err == nil || !strings.Contains(err.Error(), `"gold"`) || !strings.Contains(err.Error(), "blockio_config_file") {
+		t.Errorf("a Block I/O class: %v, want an error naming it and blockio_config_file", err)
+	}
+	b = &api.ContainerAdjustment{}
+	b.SetLinuxRDTClass("silver")
+	if err := n.adjust(&specs.Spec{}, b); err == nil || !strings.Contains(err.Error(), `"silver"`) || !strings.Contains(err.Error(), "rdt_config_file") {
+		t.Errorf("an RDT class: %v, want an error naming it and rdt_config_file", err)
 	}
 	if err := n.adjust(&specs.Spec{}, &api.ContainerAdjustment{CDIDevices: []*api.CDIDevice{{Name: "v.com/c=x"}}}); err == nil {
 		t.Error("a CDI device without CDI spec dirs: no error")

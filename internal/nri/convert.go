@@ -60,6 +60,11 @@ func containerOf(c container.Container, spec *specs.Spec) *nri.Container {
 	for _, d := range cfg.GetCDIDevices() {
 		ctr.CDIDevices = append(ctr.CDIDevices, &nri.CDIDevice{Name: d.GetName()})
 	}
+	if sp := cfg.GetLinux().GetSecurityContext().GetSeccomp(); sp != nil {
+		// The profile the kubelet asked for (the enums agree), by which
+		// NRI's default validator judges a plugin's seccomp policy.
+		ctr.Linux.SeccompProfile = &api.SecurityProfile{ProfileType: api.SecurityProfile_ProfileType(sp.GetProfileType()), LocalhostRef: sp.GetLocalhostRef()}
+	}
 	if spec == nil {
 		ctr.Args = append(append([]string(nil), cfg.GetCommand()...), cfg.GetArgs()...)
 		for _, kv := range cfg.GetEnvs() {
@@ -95,6 +100,10 @@ func containerOf(c container.Container, spec *specs.Spec) *nri.Container {
 		ctr.Linux.Sysctl = maps.Clone(l.Sysctl)
 		if l.Seccomp != nil {
 			ctr.Linux.SeccompPolicy = api.FromOCILinuxSeccomp(l.Seccomp)
+		}
+		ctr.Linux.NetDevices = api.FromOCILinuxNetDevices(l.NetDevices)
+		if r := l.IntelRdt; r != nil {
+			ctr.Linux.Rdt = &api.LinuxRdt{ClosId: api.String(r.ClosID), Schemata: api.RepeatedString(r.Schemata), EnableMonitoring: api.Bool(r.EnableMonitoring)}
 		}
 	}
 	return ctr

@@ -25,6 +25,7 @@ import (
 	"github.com/crib-dev/crib/internal/cdi"
 	"github.com/crib-dev/crib/internal/config"
 	"github.com/crib-dev/crib/internal/container"
+	"github.com/crib-dev/crib/internal/resclass"
 	"github.com/crib-dev/crib/internal/sandbox"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	Version string
 	Log     *slog.Logger
 	CDI     *cdi.Registry
+	// Classes resolves the block I/O and RDT classes plugins name; nil
+	// has none, and a plugin naming one fails the creation saying so.
+	Classes *resclass.Classes
 	Metrics *Metrics
 }
 
