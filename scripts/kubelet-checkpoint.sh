@@ -21,8 +21,8 @@
 # Usage: sudo scripts/kubelet-checkpoint.sh
 # Environment: as scripts/kubelet-stats.sh (KUBELET_VERSION, KUBELET,
 # CRIB_KUBELET_CACHE, CRI_CONFORMANCE_DIR, KEEP=1), and
-#   CRIB_CRIU             criu 4.1+ (default /var/lib/cri-conformance/criu/bin/criu,
-#                         ../shared/conformance/build-criu.sh builds it)
+#   CRIB_CRIU             criu 4.1+ (default /var/lib/cri-conformance/criu-crib/bin/criu,
+#                         scripts/build-criu.sh builds it)
 #   CRIU_NO_BREAKPOINTS=1 set criu_no_breakpoints (VMs without hardware breakpoints)
 #   CRIB_CHECKPOINTCTL    checkpointctl to show the archive with (default: PATH; skipped without)
 # It touches the host as kubelet-stats.sh does, and undoes it the same way
@@ -30,8 +30,8 @@
 set -euo pipefail
 LOG_NAME=kubelet-checkpoint
 . "$(dirname "${BASH_SOURCE[0]}")/lib/kubelet.sh"
-CRIU=${CRIB_CRIU:-/var/lib/cri-conformance/criu/bin/criu}
-[ -x "$CRIU" ] || die "no criu at $CRIU (../shared/conformance/build-criu.sh builds it; or set CRIB_CRIU)"
+CRIU=${CRIB_CRIU:-/var/lib/cri-conformance/criu-crib/bin/criu}
+[ -x "$CRIU" ] || die "no criu at $CRIU (scripts/build-criu.sh builds it; or set CRIB_CRIU)"
 kl_init
 
 POD=counter

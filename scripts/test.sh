@@ -37,9 +37,11 @@ runc_bin=$(../shared/conformance/build-runc.sh | tail -n1)
 export PATH=$(dirname "$runc_bin"):$PATH CRIB_REQUIRE_USERNS=1 CRIB_REQUIRE_REGISTRY=1
 echo "runc for the host's tests: $(runc --version | head -n1)"
 # CheckpointContainer's tests need CRIU 4.1+ (Debian 12's 3.17 cannot start on
-# kernels >= 6.13) and read the archive with checkpointctl; v1.7.0 needs a
-# go-criu the module proxy does not serve, v1.6.0 builds. Both idempotent.
-criu_bin=$(../shared/conformance/build-criu.sh | tail -n1)
+# kernels >= 6.13), patched to dump TCP/UDP sockets on kernels >= 6.16
+# (scripts/build-criu.sh says why), and read the archive with checkpointctl;
+# v1.7.0 needs a go-criu the module proxy does not serve, v1.6.0 builds. Both
+# idempotent.
+criu_bin=$(scripts/build-criu.sh | tail -n1)
 export CRIB_CRIU=$criu_bin CRIB_REQUIRE_CRIU=1
 command -v checkpointctl >/dev/null || GOFLAGS= go install github.com/checkpoint-restore/checkpointctl@v1.6.0
 # crun, CRI-O's default runtime, as a second handler the tests and critest also run on: 1.21 from trixie's

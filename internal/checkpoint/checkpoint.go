@@ -198,8 +198,12 @@ func (s *Service) checkpoint(ctx context.Context, c container.Live, req Request)
 	}
 	var dumped sync.WaitGroup
 	dumped.Add(1)
+	// An established connection does not fail the dump: crib restores
+	// with tcp-close (container.restoreCriuConfig), so it comes back
+	// closed, as a restore into a pod on another IP needs.
 	err = c.Runtime.Checkpoint(ctx, c.Container.ID, ociruntime.CheckpointOpts{
-		ImagePath: images, WorkPath: work, LeaveRunning: true, Criu: s.cfg.Criu, NoBreakpoints: s.cfg.NoBreakpoints,
+		ImagePath: images, WorkPath: work, LeaveRunning: true, TCPEstablished: true,
+		Criu: s.cfg.Criu, NoBreakpoints: s.cfg.NoBreakpoints,
 	}, dumped.Done)
 	// The runtime has exited: cancelled, it was given its grace, then
 	// killed.

@@ -19,6 +19,9 @@ type CheckpointOpts struct {
 	ImagePath, WorkPath string
 	// LeaveRunning keeps the container running once it is dumped.
 	LeaveRunning bool
+	// TCPEstablished lets CRIU dump established TCP connections rather
+	// than fail on them (runc's --tcp-established).
+	TCPEstablished bool
 	// Criu is the criu binary, or "" for criu in PATH. runc has no
 	// option naming it: it runs "criu" from PATH, so the binary's
 	// directory is put first in the runtime's PATH, and the binary must
@@ -45,6 +48,9 @@ func (r *Runtime) Checkpoint(ctx context.Context, id string, o CheckpointOpts, d
 	args := append(r.globalArgs(""), "checkpoint", "--image-path", o.ImagePath, "--work-path", o.WorkPath)
 	if o.LeaveRunning {
 		args = append(args, "--leave-running")
+	}
+	if o.TCPEstablished {
+		args = append(args, "--tcp-established")
 	}
 	args = append(args, id)
 	// Not CommandContext: a cancelled ctx gets the grace first.

@@ -19,8 +19,13 @@ import (
 // a failure (scripts/test.sh sets it once it has built criu).
 const RequireCriuEnv = "CRIB_REQUIRE_CRIU"
 
-// criuBuilt is where ../shared/conformance/build-criu.sh installs criu.
-const criuBuilt = "/var/lib/cri-conformance/criu/bin/criu"
+// criuBuilt is where scripts/build-criu.sh installs criu, patched to dump
+// inet sockets on Linux >= 6.16; criuShared where
+// ../shared/conformance/build-criu.sh installs it unpatched.
+const (
+	criuBuilt  = "/var/lib/cri-conformance/criu-crib/bin/criu"
+	criuShared = "/var/lib/cri-conformance/criu/bin/criu"
+)
 
 var criu struct {
 	once      sync.Once
@@ -33,8 +38,8 @@ var criu struct {
 }
 
 // FindCriu returns a criu binary that passes `criu check` on this host:
-// $CRIB_CRIU, else the shared build's, else criu in PATH; "" when there is
-// none, with why.
+// $CRIB_CRIU, else crib's build, else the shared build's, else criu in
+// PATH; "" when there is none, with why.
 func FindCriu() (path, why string) {
 	criu.once.Do(func() { criu.path, criu.why = findCriu() })
 	return criu.path, criu.why
@@ -45,11 +50,11 @@ func findCriu() (string, string) {
 	if p := os.Getenv("CRIB_CRIU"); p != "" {
 		candidates = append(candidates, p)
 	}
-	candidates = append(candidates, criuBuilt)
+	candidates = append(candidates, criuBuilt, criuShared)
 	if p, err := exec.LookPath("criu"); err == nil {
 		candidates = append(candidates, p)
 	}
-	why := "no criu: not at $CRIB_CRIU, " + criuBuilt + " nor in PATH (../shared/conformance/build-criu.sh builds it)"
+	why := "no criu: not at $CRIB_CRIU, " + criuBuilt + ", " + criuShared + " nor in PATH (scripts/build-criu.sh builds it)"
 	for _, p := range candidates {
 		if _, err := os.Stat(p); err != nil {
 			continue
