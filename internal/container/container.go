@@ -190,6 +190,9 @@ type entry struct {
 	done   sync.Once
 	// op serialises Start, Stop and Remove of this container.
 	op sync.Mutex
+	// released: Stop has unmounted the stopped container's rootfs and
+	// deleted it from the runtime (release); under op.
+	released bool
 	// record serialises the writes of this container's record (updates
 	// and the removal), so that they reach the database in the order
 	// they are made, without holding the manager's lock, which every

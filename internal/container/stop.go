@@ -37,7 +37,45 @@ func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) er
 		return err
 	}
 	defer e.op.Unlock()
-	return m.stop(ctx, e, timeout)
+	if err := m.stop(ctx, e, timeout); err != nil {
+		return err
+	}
+	m.release(ctx, e)
+	return nil
+}
+
+// release frees what e's stopped container still holds on the node though
+// nothing of it runs: the mounts of its rootfs and image volumes, and the
+// runtime's record of it (whose delete removes its cgroup), as containerd
+// does once a task has exited. Its files and record stay for Remove, whose
+// teardown does the same again, each step a no-op by then; so a failure
+// here is only logged, and a kill -9 at any point leaves what Remove
+// finishes. The caller holds e's op lock.
+func (m *Manager) release(ctx context.Context, e *entry) {
+	c, _ := m.Get(e.c.ID)
+	if c.State != Exited || e.released {
+		return
+	}
+	rt, err := m.runtime(c.RuntimeHandler)
+	if err != nil {
+		return
+	}
+	b := m.bundle(c.ID)
+	dirs := []string{filepath.Join(b, "rootfs"), filepath.Join(b, "volumes")}
+	if rt.Root != "" {
+		dirs = append(dirs, filepath.Join(rt.Root, c.ID))
+	}
+	if err := mount.UnmountTree(dirs...); err != nil {
+		m.log.Warn("release stopped container: left to its removal", "container", c.ID, "err", err)
+		return
+	}
+	// Not forced: the container is stopped, and a forced delete costs
+	// runc 1.2+ a 100 ms sleep.
+	if err := rt.Delete(ctx, c.ID, false); err != nil {
+		m.log.Warn("release stopped container: left to its removal", "container", c.ID, "err", err)
+		return
+	}
+	e.released = true
 }
 
 func (m *Manager) stop(ctx context.Context, e *entry, timeout time.Duration) error {

@@ -39,6 +39,8 @@ var figures = []figure{
 		"containerd-cni-µs/pod", "", "crib-cni-µs/pod", 0.001, "ms", "<= 0.5x containerd"},
 	{"single pod teardown (StopPodSandbox + RemovePodSandbox), host network, on runc v1.5.2", "PodTeardown",
 		"containerd-teardown-µs/pod", "", "crib-teardown-µs/pod", 0.001, "ms", "<= 0.5x containerd"},
+	{"the same, pod on a CNI bridge", "PodTeardown",
+		"containerd-cni-teardown-µs/pod", "", "crib-cni-teardown-µs/pod", 0.001, "ms", "<= 0.5x containerd"},
 	{"runtime memory per 1-container pod (PSS of runtime processes / 50 pods)", "MemoryPerPod",
 		"containerd-MiB/pod", "", "crib-MiB/pod", 1, "MiB", "<= 1.5 MiB"},
 	{"marginal memory per pod (50 pods minus none, / 50)", "MemoryPerPod",

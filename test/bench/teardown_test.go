@@ -19,12 +19,14 @@ import (
 // when it is another binary than the runc in PATH.
 const otherRuncEnv = "CRIB_BENCH_OTHER_RUNC"
 
-// BenchmarkPodTeardown measures a single pod's teardown (host network, one
-// busybox container sleeping): StopPodSandbox and RemovePodSandbox, each
-// timed, through crib on the runc in PATH, through crib on a second runc
+// BenchmarkPodTeardown measures a single pod's teardown (one busybox
+// container sleeping): StopPodSandbox and RemovePodSandbox, each timed,
+// through crib on the runc in PATH, through crib on a second runc
 // (otherRuncEnv) as another runtime handler of the same daemon, and through
-// the baseline containerd when it runs, alternately in each iteration.
-// Starting the pods is not timed.
+// the baseline containerd when it runs, alternately in each iteration. crib
+// and containerd tear down a pod on the host network and one on a CNI bridge
+// with the same plugins (the "-cni-" metrics); the second runc, the host's
+// only. Starting the pods is not timed.
 func BenchmarkPodTeardown(b *testing.B) {
 	testutil.RequiresRoot(b)
 	requireRegistry(b)
@@ -34,7 +36,7 @@ func BenchmarkPodTeardown(b *testing.B) {
 	if other != "" {
 		extra = fmt.Sprintf("[runtimes.runc-other]\npath = %q\n", other)
 	}
-	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn", ExtraConfig: extra})
+	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn", ExtraConfig: extra, CNIConfList: baselineConfList})
 	ctx := context.Background()
 	ctrd := dialBaseline(b)
 	if ctrd != nil {
@@ -45,22 +47,25 @@ func BenchmarkPodTeardown(b *testing.B) {
 		name    string
 		rt      runtimeapi.RuntimeServiceClient
 		handler string
+		ns      *runtimeapi.NamespaceOption
 		stop    time.Duration
 		remove  time.Duration
 	}
-	sides := []*side{{name: "crib", rt: d.Runtime}}
+	cni := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER}
+	sides := []*side{{name: "crib", rt: d.Runtime, ns: hostNetwork}, {name: "crib-cni", rt: d.Runtime, ns: cni}}
 	if other != "" {
-		sides = append(sides, &side{name: "crib-other-runc", rt: d.Runtime, handler: "runc-other"})
+		sides = append(sides, &side{name: "crib-other-runc", rt: d.Runtime, handler: "runc-other", ns: hostNetwork})
 	}
 	if ctrd != nil {
-		sides = append(sides, &side{name: "containerd", rt: ctrd.Runtime})
+		sides = append(sides, &side{name: "containerd", rt: ctrd.Runtime, ns: hostNetwork},
+			&side{name: "containerd-cni", rt: ctrd.Runtime, ns: cni})
 	}
 
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, s := range sides {
 			b.StopTimer()
-			pod, ctr := podConfigs(img.Ref, fmt.Sprintf("teardown-%s-%d", s.name, i), hostNetwork)
+			pod, ctr := podConfigs(img.Ref, fmt.Sprintf("teardown-%s-%d", s.name, i), s.ns)
 			id, err := runPodOn(ctx, s.rt, s.handler, pod, ctr)
 			if err != nil {
 				b.Fatalf("%s: %v", s.name, err)
@@ -80,14 +85,26 @@ func BenchmarkPodTeardown(b *testing.B) {
 	}
 	b.StopTimer()
 	n := float64(b.N)
+	bySide := map[string]*side{}
 	for _, s := range sides {
+		bySide[s.name] = s
 		b.ReportMetric(float64(s.stop.Microseconds())/n, s.name+"-stop-µs")
 		b.ReportMetric(float64(s.remove.Microseconds())/n, s.name+"-remove-µs")
 		b.ReportMetric(float64((s.stop+s.remove).Microseconds())/n, s.name+"-teardown-µs/pod")
 	}
-	crib := sides[0].stop + sides[0].remove
-	for _, s := range sides[1:] {
-		b.ReportMetric(float64(crib)/float64(s.stop+s.remove), "crib/"+s.name)
+	// Each crib side against the side it is measured against, whole and
+	// phase by phase.
+	for _, pair := range [][2]string{{"crib", "crib-other-runc"}, {"crib", "containerd"}, {"crib-cni", "containerd-cni"}} {
+		c, base := bySide[pair[0]], bySide[pair[1]]
+		if base == nil {
+			continue
+		}
+		suffix := pair[0] + "/" + pair[1]
+		b.ReportMetric(float64(c.stop+c.remove)/float64(base.stop+base.remove), suffix)
+		if pair[1] != "crib-other-runc" {
+			b.ReportMetric(float64(c.stop)/float64(base.stop), suffix+"-stop")
+			b.ReportMetric(float64(c.remove)/float64(base.remove), suffix+"-remove")
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +71,58 @@ func TestStopContainerSignals(t *testing.T) {
 			t.Errorf("exit code %d, want 43 from the USR1 trap (took %s)", st.ExitCode, elapsed)
 		}
 	})
+}
+
+// TestStopReleasesRuntime: a stopped container, by StopContainer or by
+// StopPodSandbox, holds no mount and no runtime state any more (as
+// containerd's exited tasks), yet is listed EXITED with its exit code until
+// removed; a second stop and the removal succeed and leave nothing.
+func TestStopReleasesRuntime(t *testing.T) {
+	e := newEnv(t)
+	pod := e.podConfig("releaser")
+	podID := e.runPod(pod)
+	ids := []string{
+		e.run(podID, pod, e.ctrConfig("first", "sleep", "3600")),
+		e.run(podID, pod, e.ctrConfig("second", "sleep", "3600")),
+	}
+	holds := func(id string) []string {
+		t.Helper()
+		var held []string
+		for _, m := range e.cribMounts() {
+			if strings.Contains(m, id) {
+				held = append(held, m)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(e.d.State, "runtime", "runc", id)); err == nil {
+			held = append(held, "runtime state of "+id)
+		}
+		return held
+	}
+	for _, id := range ids {
+		e.waitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+		if len(holds(id)) == 0 {
+			t.Fatalf("running container %s: no rootfs mount or runtime state found (does the test look in the right place?)", id)
+		}
+	}
+	if _, err := e.rt().StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: ids[0]}); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if _, err := e.rt().StopPodSandbox(e.ctx(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	for _, id := range ids {
+		if held := holds(id); len(held) > 0 {
+			t.Errorf("stopped container %s still holds:\n%s", id, strings.Join(held, "\n"))
+		}
+		if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 {
+			t.Errorf("stopped container %s: %s exit code %d, want EXITED 137", id, st.State, st.ExitCode)
+		}
+		if _, err := e.rt().StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id}); err != nil {
+			t.Errorf("second StopContainer of %s: %v", id, err)
+		}
+	}
+	if _, err := e.rt().RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatalf("RemovePodSandbox: %v", err)
+	}
+	e.noLeaks(t)
 }
