@@ -66,6 +66,12 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 CGO_ENABLED=0 go build -o "$build/" ./cmd/crib ./cmd/crib-monitor ./test/conformance/critestcheck
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
+# CRIU for the checkpoint tests: the host's build (vm.sh's image has the libraries it links), named
+# criu in a directory of its own as runc wants; and checkpointctl, which the tests read archives with.
+criu=${CRIB_CRIU:-/var/lib/cri-conformance/criu/bin/criu}
+if [ -x "$criu" ]; then mkdir -p "$build/criu" && cp "$criu" "$build/criu/criu"; fi
+ctl=${CRIB_CHECKPOINTCTL:-$(command -v checkpointctl || true)}
+if [ -n "$ctl" ]; then cp "$ctl" "$build/checkpointctl"; fi
 echo "$pkgs" > "$build/packages"
 
 export CRIB_VM_ENV="${CRIB_VM_ENV:-} CRIB_VM_RUN CRIB_VM_SHORT CRIB_LEAK_SESSIONS"
