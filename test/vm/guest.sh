@@ -41,7 +41,6 @@ fi
 # does not work on this kernel.
 if [ -x "$build/criu/criu" ]; then
 	echo "criu: $("$build/criu/criu" --version 2>&1 | head -n1); criu check: $("$build/criu/criu" check 2>&1 | tail -n3)"
-	echo "criu check --all (optional features):"; "$build/criu/criu" check --all 2>&1 | sed 's/^/  /'
 	export CRIB_CRIU=$build/criu/criu CRIB_REQUIRE_CRIU=1
 fi
 [ -x "$build/checkpointctl" ] && export CRIB_CHECKPOINTCTL=$build/checkpointctl

@@ -41,6 +41,12 @@ if [ "${1:-}" = ci ]; then
 	host_kind+='|TestRemoveUnmountsRuntimeLeftovers|TestCrictlMetrics|TestMountOptions'
 	# runc's failures in an exec racing a stop differ under systemd and cgroup v2.
 	host_kind+='|TestLifeEdgeCodes'
+	# Not yet the checkpoint tests, though the guest's kernel (6.1) and the host's CRIU 4.1.1 agree
+	# (criu check passes, dumps work): a restore under the guest's runc 1.1.5 on cgroup v2 puts the
+	# processes in the checkpointed containers' scopes, not their own in the new pod (runc 1.1.5
+	# gives CRIU the new cgroup root on v1 only; the host's 1.5.2 does on v2 too): TestCheckpointPod
+	# fails here. TestCheckpointRestore failed earlier, in the checkpoint: a file the running counter
+	# renamed vanished while the writable layer was archived. Add them once both are fixed.
 	set -- root "integration-systemd=^($host_kind)" critest-systemd \
 		'integration-cgroupfs=^(TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox)' \
 		'agent=^TestScenarios$/^(parallel|NoLeaks)$/^(ResizeInPlace|DeletedManifestTearsDown|InitContainersInOrder|NativeSidecar)$' \
