@@ -36,6 +36,9 @@ packages=(
 	linux-image-amd64 initramfs-tools
 	runc containernetworking-plugins iptables busybox-static ca-certificates
 	docker-registry curl
+	# The shared libraries of the CRIU that build-criu.sh builds on the host (Debian 12 too), which the
+	# guest runs for the checkpoint tests; the others it links are in the image already.
+	libprotobuf-c1 libnl-3-200 libnet1 libnftables1
 )
 
 log() { printf 'vm.sh: %s\n' "$*" >&2; }

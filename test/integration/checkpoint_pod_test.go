@@ -161,6 +161,7 @@ func TestCheckpointPod(t *testing.T) {
 		if got := e.counter(rc.ContainerId); got < 20 {
 			t.Errorf("restored counter %s at %d, below the checkpoint's count past 20: started afresh", rc.Name, got)
 		}
+		e.wantCgroupIn(rc.ContainerId, resp.PodSandboxId)
 	}
 	// The checkpoint is the caller's: left as it was.
 	if _, err := os.Stat(filepath.Join(out, "checkpoint", "pod.json")); err != nil {

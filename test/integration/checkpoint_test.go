@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -394,19 +395,51 @@ func TestCheckpointRestore(t *testing.T) {
 	if out := e.exec(restored, "ls", "/etc/group"); out.ExitCode == 0 {
 		t.Errorf("restored /etc/group exists; the checkpointed container had deleted it")
 	}
+	e.wantCgroupIn(restored, dstID)
 
 	// Not yet into a pod of its own user namespace: said so, nothing made.
-	e.requireUserNamespaces()
-	upod := e.usernsPod("ckpt-userns", 31<<16)
-	upodID := e.runPod(upod)
-	ucfg := e.usernsCtr(upod, "counter", counterCmd...)
-	ucfg.Image = &runtimeapi.ImageSpec{Image: loc}
-	_, err = e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: upodID, Config: ucfg, SandboxConfig: upod})
-	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "user namespace") {
-		t.Errorf("restore into a user-namespaced pod: %v, want Unimplemented naming the user namespace", err)
+	// A subtest, so that a runtime without user namespaces skips this
+	// alone.
+	t.Run("into a user-namespaced pod", func(t *testing.T) {
+		e := &env{t: t, d: e.d, img: e.img}
+		e.requireUserNamespaces()
+		upod := e.usernsPod("ckpt-userns", 31<<16)
+		upodID := e.runPod(upod)
+		ucfg := e.usernsCtr(upod, "counter", counterCmd...)
+		ucfg.Image = &runtimeapi.ImageSpec{Image: loc}
+		_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: upodID, Config: ucfg, SandboxConfig: upod})
+		if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "user namespace") {
+			t.Errorf("restore into a user-namespaced pod: %v, want Unimplemented naming the user namespace", err)
+		}
+		resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: upodID}})
+		if lerr != nil || len(resp.Containers) != 0 {
+			t.Errorf("containers in the user-namespaced pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
+		}
+	})
+}
+
+// wantCgroupIn checks that container id's process is in the cgroup crib
+// made for it in pod podID, not in the checkpointed container's: a restore
+// puts the process in the new pod's cgroup, a systemd scope under the
+// systemd driver. Its path (the unified hierarchy's on cgroup v2, the
+// memory controller's on v1) names both the container and the pod.
+func (e *env) wantCgroupIn(id, podID string) {
+	e.t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", e.containerPid(id)))
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: upodID}})
-	if lerr != nil || len(resp.Containers) != 0 {
-		t.Errorf("containers in the user-namespaced pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
+	var path string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if (testutil.Unified() && parts[0] == "0") || (!testutil.Unified() && slicesContain(strings.Split(parts[1], ","), "memory")) {
+			path = parts[2]
+		}
+	}
+	if !strings.Contains(path, id) || !strings.Contains(path, podID[:12]) {
+		e.t.Errorf("restored container %s is in cgroup %q, want its own in pod %s's\n%s", id, path, podID, data)
 	}
 }

@@ -714,9 +714,15 @@ func (g *gatedRegistry) gate(r *http.Request) bool {
 // failure points on the systemd driver, in kill mode only, whose recovery
 // removes what the step made through systemd, and only the steps by which
 // a cgroup exists: no step of an image, none of CreateContainer before
-// runc made the container.
+// runc made the container, and none of a checkpoint or restore (CRIU's
+// steps cost about a minute each there, and the cgroups they leave are
+// those of the steps above).
 func shortSkips(op, step string) bool {
-	return op == "PullImage" || op == "RemoveImage" || (op == "CreateContainer" && step != "CreateContainer/created")
+	switch op {
+	case "PullImage", "RemoveImage", "CheckpointContainer", "RestoreContainer", "CheckpointPod", "RestorePod":
+		return true
+	}
+	return op == "CreateContainer" && step != "CreateContainer/created"
 }
 
 // failpointNeeds says why step cannot run on this host ("" when it can):

@@ -37,6 +37,14 @@ if [ -f $registry/config.yml ]; then
 	export CRIB_REQUIRE_REGISTRY=1
 fi
 
+# The host's CRIU, when run.sh found one: the checkpoint tests that need it fail, not skip, if it
+# does not work on this kernel.
+if [ -x "$build/criu/criu" ]; then
+	echo "criu: $("$build/criu/criu" --version 2>&1 | head -n1); criu check: $("$build/criu/criu" check 2>&1 | tail -n3)"
+	export CRIB_CRIU=$build/criu/criu CRIB_REQUIRE_CRIU=1
+fi
+[ -x "$build/checkpointctl" ] && export CRIB_CHECKPOINTCTL=$build/checkpointctl
+
 # Whole logs go back to the host, beside the binaries.
 logs=$build/logs
 mkdir -p "$logs"

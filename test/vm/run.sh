@@ -41,6 +41,12 @@ if [ "${1:-}" = ci ]; then
 	host_kind+='|TestRemoveUnmountsRuntimeLeftovers|TestCrictlMetrics|TestMountOptions'
 	# runc's failures in an exec racing a stop differ under systemd and cgroup v2.
 	host_kind+='|TestLifeEdgeCodes'
+	# Not yet the checkpoint tests, though the guest's kernel (6.1) and the host's CRIU 4.1.1 agree
+	# (criu check passes, dumps work): a restore under the guest's runc 1.1.5 on cgroup v2 puts the
+	# processes in the checkpointed containers' scopes, not their own in the new pod (runc 1.1.5
+	# gives CRIU the new cgroup root on v1 only; the host's 1.5.2 does on v2 too): TestCheckpointPod
+	# fails here. TestCheckpointRestore failed earlier, in the checkpoint: a file the running counter
+	# renamed vanished while the writable layer was archived. Add them once both are fixed.
 	set -- root "integration-systemd=^($host_kind)" critest-systemd \
 		'integration-cgroupfs=^(TestCgroup|TestOOM|TestStats|TestPodAndContainerLifecycle|TestCrashDuringRunPodSandbox)' \
 		'agent=^TestScenarios$/^(parallel|NoLeaks)$/^(ResizeInPlace|DeletedManifestTearsDown|InitContainersInOrder|NativeSidecar)$' \
@@ -66,6 +72,12 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 CGO_ENABLED=0 go build -o "$build/" ./cmd/crib ./cmd/crib-monitor ./test/conformance/critestcheck
 scripts/build-busybox-image.sh "$build/busybox.tar" >/dev/null
+# CRIU for the checkpoint tests: the host's build (vm.sh's image has the libraries it links), named
+# criu in a directory of its own as runc wants; and checkpointctl, which the tests read archives with.
+criu=${CRIB_CRIU:-/var/lib/cri-conformance/criu/bin/criu}
+if [ -x "$criu" ]; then mkdir -p "$build/criu" && cp "$criu" "$build/criu/criu"; fi
+ctl=${CRIB_CHECKPOINTCTL:-$(command -v checkpointctl || true)}
+if [ -n "$ctl" ]; then cp "$ctl" "$build/checkpointctl"; fi
 echo "$pkgs" > "$build/packages"
 
 export CRIB_VM_ENV="${CRIB_VM_ENV:-} CRIB_VM_RUN CRIB_VM_SHORT CRIB_LEAK_SESSIONS"
