@@ -27,7 +27,12 @@ func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []str
 	tw := tar.NewWriter(w)
 	links := map[uint64]string{} // inode -> first name, for hard links
 	var deleted []string
+	// The container runs on while its layer is walked: a file it removes
+	// meanwhile is left out, as it would be a moment later.
 	err := filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -46,6 +51,9 @@ func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []str
 			return nil
 		}
 		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -61,7 +69,10 @@ func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []str
 			}
 			deleted = append(deleted, hidden...)
 		}
-		return addEntry(tw, p, rel, fi, st, links)
+		if err := addEntry(tw, p, rel, fi, st, links); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("archive the writable layer: %w", err)
@@ -75,6 +86,9 @@ func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []str
 
 // addEntry writes the file p, named rel in the tar, with its xattrs but
 // overlayfs' own.
+// A file that is gone before its header is written is fs.ErrNotExist;
+// one that shrinks while it is copied is padded with zeros to the size
+// its header gave.
 func addEntry(tw *tar.Writer, p, rel string, fi fs.FileInfo, st *syscall.Stat_t, links map[uint64]string) error {
 	var target string
 	if fi.Mode()&fs.ModeSymlink != 0 {
@@ -104,24 +118,38 @@ func addEntry(tw *tar.Writer, p, rel string, fi fs.FileInfo, st *syscall.Stat_t,
 			}
 		}
 	}
+	var f *os.File
+	if hdr.Typeflag == tar.TypeReg {
+		if f, err = os.Open(p); err != nil {
+			return err
+		}
+		defer f.Close()
+	}
 	if err := addXattrs(hdr, p); err != nil {
 		return err
 	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	if hdr.Typeflag != tar.TypeReg {
+	if f == nil {
 		return nil
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
+	n, err := io.CopyN(tw, f, hdr.Size)
+	if errors.Is(err, io.EOF) {
+		_, err = io.CopyN(tw, zeros{}, hdr.Size-n)
 	}
-	defer f.Close()
-	if _, err := io.CopyN(tw, f, hdr.Size); err != nil {
+	if err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
 	return nil
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
 }
 
 // addXattrs records p's extended attributes in hdr, as PAX records.
