@@ -617,10 +617,23 @@ run_suite() {
 	local rt=$1 dir=$OUT/$1
 	mkdir -p "$dir/artifacts" "$D/run-$rt"
 	make_cgroup_root
-	# The suite starts the kubelet under systemd-run when it finds it; the
-	# host has no systemd, so it must not.
-	local path
-	path=$(echo "$PATH" | tr ':' '\n' | while read -r p; do [ -x "$p/systemd-run" ] || echo "$p"; done | paste -sd:)
+	# The suite starts the kubelet under systemd-run when it finds it in
+	# PATH; the host has no systemd running, so it must not. A directory
+	# holding systemd-run (/usr/bin, where the kubelet also finds mount)
+	# is replaced by one of links to all else in it.
+	local path dirs=() p e n=0
+	while read -r p; do
+		if [ -n "$p" ] && [ -x "$p/systemd-run" ]; then
+			n=$((n + 1))
+			mkdir -p "$D/path/$n"
+			for e in "$p"/*; do
+				[ "${e##*/}" = systemd-run ] || ln -sfn "$e" "$D/path/$n/${e##*/}"
+			done
+			p=$D/path/$n
+		fi
+		dirs+=("$p")
+	done < <(echo "$PATH" | tr ':' '\n')
+	path=$(IFS=:; echo "${dirs[*]}")
 	local ginkgo_args=(--procs="$PROCS" --label-filter="$LABEL_FILTER" --timeout=4h --output-dir="$dir"
 		--json-report=report.json --junit-report=junit.xml --no-color)
 	[ -n "$FOCUS" ] && ginkgo_args+=(--focus="$FOCUS")
@@ -631,7 +644,9 @@ run_suite() {
 	# the runtime (UpdateRuntimeConfig) and crib's default network takes:
 	# keep the runtime's own subnet, apart from the test daemons'.
 	kubelet_flags+=" --pod-cidr=$POD_CIDR"
-	log "running the suite against $rt: label filter '$LABEL_FILTER'${FOCUS:+, focus '$FOCUS'}, $PROCS process(es); log $dir/suite.log"
+	local what=${FOCUS:+, focus '$FOCUS'}
+	[ -n "$SAMPLE" ] && what=", the sample of $OUT/sample.txt"
+	log "running the suite against $rt: label filter '$LABEL_FILTER'$what, $PROCS process(es); log $dir/suite.log"
 	local start=$SECONDS rc=0
 	(cd "$D/run-$rt" && PATH=$path "$BIN/ginkgo" "${ginkgo_args[@]}" "$BIN/e2e_node.test" -- \
 		--container-runtime-endpoint="$ENDPOINT" --container-runtime-process-name="$PROCESS" \
