@@ -621,14 +621,12 @@ run_suite() {
 	# PATH; the host has no systemd running, so it must not. A directory
 	# holding systemd-run (/usr/bin, where the kubelet also finds mount)
 	# is replaced by one of links to all else in it.
-	local path dirs=() p e n=0
+	local path dirs=() p n=0
 	while read -r p; do
 		if [ -n "$p" ] && [ -x "$p/systemd-run" ]; then
 			n=$((n + 1))
 			mkdir -p "$D/path/$n"
-			for e in "$p"/*; do
-				[ "${e##*/}" = systemd-run ] || ln -sfn "$e" "$D/path/$n/${e##*/}"
-			done
+			ln -s "$p"/* "$D/path/$n/" && rm "$D/path/$n/systemd-run" || die "cannot make a PATH without systemd-run"
 			p=$D/path/$n
 		fi
 		dirs+=("$p")
