@@ -642,7 +642,7 @@ run_suite() {
 	# the runtime (UpdateRuntimeConfig) and crib's default network takes:
 	# keep the runtime's own subnet, apart from the test daemons'.
 	kubelet_flags+=" --pod-cidr=$POD_CIDR"
-	local what=${FOCUS:+, focus '$FOCUS'}
+	local what=${FOCUS:+", focus '$FOCUS'"}
 	[ -n "$SAMPLE" ] && what=", the sample of $OUT/sample.txt"
 	log "running the suite against $rt: label filter '$LABEL_FILTER'$what, $PROCS process(es); log $dir/suite.log"
 	local start=$SECONDS rc=0
