@@ -17,6 +17,10 @@
 #                        (Debian's 1.6) or containerd2 (after
 #                        ../shared/conformance/build-containerd2.sh)
 #   --only-baseline      run the baseline alone (with --baseline)
+#   --sample K[/I]       every K-th spec of the selection (sorted by file, line
+#                        and text), starting at the I-th (0-based, default 0),
+#                        with the rest of each Ordered group a sampled spec is
+#                        in (those pass only with their group)
 #   --procs N            ginkgo processes (default 2; the upstream jobs use 8)
 #   --label-filter EXPR  replace the label filter
 #   --build-only         build (or find in the cache) binaries and images, stop
@@ -54,7 +58,8 @@
 #   bind-mounts on itself: every mount under it unmounted, the directory
 #   removed when it did not exist before;
 # - iptables and ip6tables chains the kubelet adds (KUBE-*): those not there
-#   before are emptied, unlinked and deleted;
+#   before are emptied, unlinked and deleted (no other chain: the pods' CNI
+#   chains go with the pods, and other chains on a shared host are not ours);
 # - /var/log/pods and /var/log/containers entries the run made;
 # - the sysctls the kubelet sets (saved and written back);
 # - a crib daemon on a temp dir with its own bridge; its pods removed over the
@@ -79,12 +84,13 @@ export PATH=$PATH:/usr/local/go/bin
 log() { printf '[%s] node-e2e: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
-FOCUS='' SKIP='' SERIAL=0 BASELINE='' ONLY_BASELINE=0 PROCS=2 LABEL_FILTER='' BUILD_ONLY=0 OUT=''
+FOCUS='' SKIP='' SAMPLE='' SERIAL=0 BASELINE='' ONLY_BASELINE=0 PROCS=2 LABEL_FILTER='' BUILD_ONLY=0 OUT=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--focus) FOCUS=$2; shift 2 ;;
 	--skip) SKIP=$2; shift 2 ;;
 	--serial) SERIAL=1; shift ;;
+	--sample) SAMPLE=$2; shift 2 ;;
 	--baseline) BASELINE=$2; shift 2 ;;
 	--only-baseline) ONLY_BASELINE=1; shift ;;
 	--procs) PROCS=$2; shift 2 ;;
@@ -99,6 +105,7 @@ done
 case $BASELINE in "" | containerd | containerd2) ;; *) die "--baseline: containerd or containerd2, not $BASELINE" ;; esac
 [ $ONLY_BASELINE = 0 ] || [ -n "$BASELINE" ] || die "--only-baseline needs --baseline"
 [[ $PROCS =~ ^[1-9][0-9]*$ ]] || die "--procs: a positive number, not $PROCS"
+[ -z "$SAMPLE" ] || [[ $SAMPLE =~ ^[1-9][0-9]*(/[0-9]+)?$ ]] || die "--sample: K or K/I, not $SAMPLE"
 if [ -z "$LABEL_FILTER" ]; then
 	if [ $SERIAL = 1 ]; then
 		LABEL_FILTER='NodeConformance && Serial && !Slow && !Flaky'
@@ -189,18 +196,22 @@ build_images() {
 	local refs=("$e2e/agnhost:2.66.1" "$e2e/agnhost:2.55" "$e2e/busybox:1.37.0-2" "registry.k8s.io/pause:3.10.2"
 		"$e2e/nginx:1.27.0-2" "$e2e/nginx:1.28.0-2" "$e2e/glibc-dns-testing:2.1.1" "$e2e/nonewprivs:1.4"
 		"$e2e/nonroot:1.5" "$e2e/ipc-utils:1.4" "$e2e/perl:5.26" "$e2e/kitten:1.8" "$e2e/nautilus:1.8")
-	local missing=0 r
-	if registry_up && [ "${REBUILD_IMAGES:-0}" != 1 ]; then
+	# The recipe (this function and the image builder): a changed one pushes
+	# the images again, so a registry never serves an older recipe's.
+	local missing=0 r recipe
+	recipe=$({ declare -f build_images; cat "$ROOT"/scripts/node-e2e-images/main.go; } | sha256sum | cut -c1-16)
+	if registry_up && [ "${REBUILD_IMAGES:-0}" != 1 ] && [ "$(cat "$CACHE/images.recipe" 2>/dev/null)" = "$recipe" ]; then
 		for r in "${refs[@]}"; do image_present "$r" || { missing=1; break; }; done
 		[ $missing = 1 ] || { log "the registry has the suite's images"; return 0; }
 	fi
+	rm -f "$CACHE/images.recipe"
 	# The kit's registry, busybox, pause and nnp.
 	if ! registry_up || [ ! -x "$WORK/build/busybox/busybox" ] || [ ! -x "$WORK/build/pause" ] || [ ! -x "$WORK/build/nnp" ]; then
 		log "running $CONF/images.sh (registry, busybox, pause, nnp)"
 		"$CONF/images.sh" >&2 || die "images.sh failed"
 	fi
 	debian_rootfs
-	local src L=$CACHE/layers
+	local src L=$CACHE/layers DEB=$CACHE/rootfs/debian
 	src=$(k8s_src) || die "no k8s.io/kubernetes@$VERSION source in the module cache"
 	rm -rf "$L"
 	mkdir -p "$L"
@@ -228,6 +239,21 @@ build_images() {
 	cp "$src/test/images/agnhost/porter/localhost.crt" "$src/test/images/agnhost/porter/localhost.key" "$L/agnhost/" 2>/dev/null || true
 	chmod 0644 "$L"/agnhost/localhost.* 2>/dev/null || true
 	cp "$CACHE/rootfs/debian/etc/passwd" "$CACHE/rootfs/debian/etc/group" "$L/agnhost/etc/"
+	# Upstream agnhost is Alpine, whose userland is busybox: specs that
+	# change a busybox container's image to agnhost run the same command in
+	# it (Containers Lifecycle's `nmeter`). The kit's busybox (defconfig)
+	# supplies every applet Debian lacks, linked under /usr (Debian's /bin
+	# and /sbin are links to /usr/bin and /usr/sbin, which a directory in
+	# this layer would replace); Debian's own tools stay.
+	mkdir -p "$L/agnhost/usr/bin" "$L/agnhost/usr/sbin"
+	install -m 0755 "$bb" "$L/agnhost/usr/bin/busybox"
+	local a dir
+	"$bb" --list-full | while read -r a; do
+		case ${a%/*} in bin | usr/bin) dir=usr/bin ;; *) dir=usr/sbin ;; esac
+		a=${a##*/}
+		[ -e "$DEB/usr/bin/$a" ] || [ -e "$DEB/usr/sbin/$a" ] || [ -L "$DEB/usr/bin/$a" ] || [ -L "$DEB/usr/sbin/$a" ] ||
+			[ -L "$L/agnhost/$dir/$a" ] || ln -s /usr/bin/busybox "$L/agnhost/$dir/$a"
+	done
 	echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$L/agnhost/etc/passwd"
 	printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$L/agnhost/etc/group"
 	local page
@@ -237,7 +263,6 @@ build_images() {
 		chmod 0644 "$L/$page/"*
 	done
 
-	local DEB=$CACHE/rootfs/debian
 	cat >"$L/spec.json" <<-EOF
 	[
 	 {"ref": "$e2e/busybox:1.37.0-2", "layers": ["$L/busybox"], "cmd": ["sh"]},
@@ -262,6 +287,7 @@ build_images() {
 	log "building and pushing the suite's images to $REGISTRY_ADDR"
 	(cd "$ROOT" && nice -n "$K8S_BUILD_NICE" go build -o "$CACHE/node-e2e-images" ./scripts/node-e2e-images) || die "node-e2e-images build failed"
 	"$CACHE/node-e2e-images" -spec "$L/spec.json" -registry "$REGISTRY_ADDR" >&2 || die "image push failed"
+	echo "$recipe" >"$CACHE/images.recipe"
 }
 
 if [ $BUILD_ONLY = 2 ]; then
@@ -272,6 +298,71 @@ fi
 build_binaries
 build_images
 [ $BUILD_ONLY = 1 ] && { log "built: $(ls "$BIN" | tr '\n' ' ')"; exit 0; }
+
+# select_sample writes $OUT/sample.txt, the texts of the sampled specs, and
+# sets FOCUS to a regular expression matching exactly them. The selection
+# is listed by a dry run (no setup runs, ~2 s).
+select_sample() {
+	local k=${SAMPLE%/*} i=0 dry=$D/dry
+	[[ $SAMPLE == */* ]] && i=${SAMPLE#*/}
+	[ "$i" -lt "$k" ] || die "--sample $SAMPLE: the start must be below $k"
+	dry_run "$dry" || die "the dry run listing the selection failed: $(tail -5 "$dry/log")"
+	# One line per spec: leaf file, leaf line, full text, its containers'
+	# locations.
+	jq -r '.[].SpecReports[] | select(.LeafNodeType == "It" and .State == "passed") |
+		[.LeafNodeLocation.FileName, .LeafNodeLocation.LineNumber,
+		 ((.ContainerHierarchyTexts + [.LeafNodeText]) | map(select(. != "")) | join(" ")),
+		 ([.ContainerHierarchyLocations[] | "\(.FileName):\(.LineNumber)"] | join(" "))] | @tsv' "$dry/report.json" |
+		sort -t $'\t' -k1,1 -k2,2n -k3,3 >"$dry/all.tsv"
+	local total
+	total=$(wc -l <"$dry/all.tsv")
+	[ "$total" -gt 0 ] || die "the selection is empty"
+	# The unit of sampling is a spec, or the innermost container of a spec
+	# under an Ordered container: in the suite's Ordered groups the first
+	# spec of such a container makes the pod the next ones look at, so its
+	# specs pass only together. A container is Ordered when the line
+	# declaring it says so (the source is in the module cache).
+	local modcache loc file line
+	modcache=$(go env GOMODCACHE)
+	for loc in $(cut -f4 "$dry/all.tsv" | tr ' ' '\n' | sort -u); do
+		file=${loc%:*} line=${loc##*:}
+		sed -n "${line}p" "$modcache/$file" 2>/dev/null | grep -q '\bOrdered\b' && echo "$loc"
+	done >"$dry/ordered"
+	awk -F'\t' -v k="$k" -v i="$i" '
+		NR == FNR {ordered[$1]; next}
+		{
+			unit = $1 ":" $2 " " $3
+			n = split($4, locs, " ")
+			for (j = 1; j <= n; j++) if (locs[j] in ordered) { unit = locs[n]; break }
+			if (!(unit in index_of)) index_of[unit] = units++
+			if (index_of[unit] % k == i) print $3
+		}
+		END {print units > "'"$dry/units"'"}' "$dry/ordered" "$dry/all.tsv" | sort -u >"$OUT/sample.txt"
+	# Ginkgo matches a focus against the suite's description, a space and
+	# the spec's texts joined by spaces: ^DESC (text|text|...)$, every
+	# metacharacter escaped.
+	local desc n want
+	desc=$(jq -r '.[0].SuiteDescription' "$dry/report.json")
+	re_quote() { sed 's/[][\.*^$+?(){}|/]/\\&/g'; }
+	FOCUS="^$(echo "$desc" | re_quote) ($(re_quote <"$OUT/sample.txt" | paste -sd'|'))\$"
+	# Specs of one text (made in a loop) are all run.
+	n=$(awk -F'\t' 'NR == FNR {want[$0]; next} $3 in want' "$OUT/sample.txt" "$dry/all.tsv" | wc -l)
+	# The focus must select exactly the sample: the suite's text is matched
+	# as ginkgo joins it.
+	dry_run "$dry.check" || die "the dry run of the sample failed: $(tail -5 "$dry.check/log")"
+	want=$(jq '[.[].SpecReports[] | select(.LeafNodeType == "It" and .State == "passed")] | length' "$dry.check/report.json")
+	[ "$want" = "$n" ] || die "the sample's focus selects $want specs, not $n"
+	log "sample $SAMPLE: $n of $total specs ($(cat "$dry/units") units: a spec, or the specs of one container under an Ordered one); list in $OUT/sample.txt"
+}
+
+# dry_run DIR lists the selection in DIR/report.json without running it.
+dry_run() {
+	local args=(--dry-run --label-filter="$LABEL_FILTER" --json-report=report.json --output-dir="$1" --no-color)
+	[ -n "$FOCUS" ] && args+=(--focus="$FOCUS")
+	[ -n "$SKIP" ] && args+=(--skip="$SKIP")
+	mkdir -p "$1"
+	(cd "$1" && "$BIN/ginkgo" "${args[@]}" "$BIN/e2e_node.test" -- --prepull-images=false) >"$1/log" 2>&1
+}
 
 # ---- a run ----
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -366,7 +457,10 @@ host_cleanup() {
 	for ipt in iptables ip6tables; do
 		[ "$ipt" = iptables ] && f=$D/chains4 || f=$D/chains6
 		for t in filter nat mangle; do
-			for c in $($ipt -t $t -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
+			# The kubelet's chains only: the CNI chains of pods go with
+			# the pods (the runtime's CNI DEL), and other chains on a
+			# shared host are not this run's.
+			for c in $($ipt -t $t -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do
 				grep -qx -- "$c" "$f.$t" && continue
 				# Rules that jump to it go first, then its own, then it.
 				$ipt -t $t -S | awk -v c="$c" '$1 == "-A" && / -j / { for (i = 1; i <= NF; i++) if ($i == "-j" && $(i+1) == c) { $1 = "-D"; print; break } }' |
@@ -390,6 +484,34 @@ host_cleanup() {
 	done
 }
 
+# leftovers prints what a run left on the host after its cleanup: the
+# kubelet or the suite still running, mounts, cgroups, the runtimes'
+# bridges, iptables chains that were not there before.
+leftovers() {
+	local -
+	set +e
+	local t p exe h ipt f c l
+	local targets=("$(readlink -f "$BIN/kubelet")" "$(readlink -f "$BIN/e2e_node.test")")
+	for p in /proc/[0-9]*; do
+		exe=$(readlink "$p/exe" 2>/dev/null) || continue
+		for t in "${targets[@]}"; do [ "$exe" = "$t" ] && echo "process ${p#/proc/} ($exe)"; done
+	done
+	awk -v k="$KUBELET_ROOT" -v d="$D/" -v c="$CACHE/containerd/" '$2 == k || index($2, k "/") == 1 ||
+		index($2, d) == 1 || index($2, c) == 1 || index($2, "/run/crib-node-e2e/") == 1 {print "mount " $2}' /proc/self/mounts
+	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do [ -d "$h$CG" ] && echo "cgroup $h$CG"; done
+	for l in cribe2e0 e2ectrd0; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
+	for ipt in iptables ip6tables; do
+		[ "$ipt" = iptables ] && f=$D/chains4 || f=$D/chains6
+		for t in filter nat mangle; do
+			for c in $($ipt -t $t -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}'); do
+				grep -qx -- "$c" "$f.$t" || echo "$ipt -t $t chain $c"
+			done
+			# Rules the CNI plugins add for a pod name its network.
+			$ipt -t $t -S 2>/dev/null | grep -E 'name: \\"(cribe2e|e2ectrd0)\\"' | sed "s/^/$ipt -t $t rule /"
+		done
+	done
+}
+
 cleanup() {
 	local rc=$?
 	set +e
@@ -398,6 +520,15 @@ cleanup() {
 	stop_crib
 	[ -n "$runtime_down" ] && eval "$runtime_down" >&2
 	host_cleanup
+	local left
+	left=$(leftovers)
+	if [ -n "$left" ]; then
+		log "FAIL: left on the host after cleanup:"
+		echo "$left" | sed 's/^/  /' >&2
+		[ $rc = 0 ] && rc=1
+	else
+		log "nothing left on the host (processes, mounts, cgroups, links, iptables chains)"
+	fi
 	if [ "${KEEP:-0}" = 1 ]; then
 		log "kept $D"
 	else
@@ -407,6 +538,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+[ -z "$SAMPLE" ] || select_sample
 
 # make_cgroup_root makes /e2enode, the kubelet's cgroup root, in every
 # hierarchy, the cgroup2 one of a hybrid host too, as kubelet-stats.sh does
@@ -485,10 +617,21 @@ run_suite() {
 	local rt=$1 dir=$OUT/$1
 	mkdir -p "$dir/artifacts" "$D/run-$rt"
 	make_cgroup_root
-	# The suite starts the kubelet under systemd-run when it finds it; the
-	# host has no systemd, so it must not.
-	local path
-	path=$(echo "$PATH" | tr ':' '\n' | while read -r p; do [ -x "$p/systemd-run" ] || echo "$p"; done | paste -sd:)
+	# The suite starts the kubelet under systemd-run when it finds it in
+	# PATH; the host has no systemd running, so it must not. A directory
+	# holding systemd-run (/usr/bin, where the kubelet also finds mount)
+	# is replaced by one of links to all else in it.
+	local path dirs=() p n=0
+	while read -r p; do
+		if [ -n "$p" ] && [ -x "$p/systemd-run" ]; then
+			n=$((n + 1))
+			mkdir -p "$D/path/$n"
+			ln -s "$p"/* "$D/path/$n/" && rm "$D/path/$n/systemd-run" || die "cannot make a PATH without systemd-run"
+			p=$D/path/$n
+		fi
+		dirs+=("$p")
+	done < <(echo "$PATH" | tr ':' '\n')
+	path=$(IFS=:; echo "${dirs[*]}")
 	local ginkgo_args=(--procs="$PROCS" --label-filter="$LABEL_FILTER" --timeout=4h --output-dir="$dir"
 		--json-report=report.json --junit-report=junit.xml --no-color)
 	[ -n "$FOCUS" ] && ginkgo_args+=(--focus="$FOCUS")
@@ -499,7 +642,9 @@ run_suite() {
 	# the runtime (UpdateRuntimeConfig) and crib's default network takes:
 	# keep the runtime's own subnet, apart from the test daemons'.
 	kubelet_flags+=" --pod-cidr=$POD_CIDR"
-	log "running the suite against $rt: label filter '$LABEL_FILTER'${FOCUS:+, focus '$FOCUS'}, $PROCS process(es); log $dir/suite.log"
+	local what=${FOCUS:+", focus '$FOCUS'"}
+	[ -n "$SAMPLE" ] && what=", the sample of $OUT/sample.txt"
+	log "running the suite against $rt: label filter '$LABEL_FILTER'$what, $PROCS process(es); log $dir/suite.log"
 	local start=$SECONDS rc=0
 	(cd "$D/run-$rt" && PATH=$path "$BIN/ginkgo" "${ginkgo_args[@]}" "$BIN/e2e_node.test" -- \
 		--container-runtime-endpoint="$ENDPOINT" --container-runtime-process-name="$PROCESS" \
@@ -509,7 +654,6 @@ run_suite() {
 	log "$rt: the suite exited $rc after $((SECONDS - start))s"
 	summarize "$dir" "$rt"
 	kill_ours
-	host_cleanup
 }
 
 # summarize DIR RUNTIME writes DIR/summary.tsv (state, spec, reason) and
@@ -547,18 +691,29 @@ for rt in "${RUNTIMES[@]}"; do
 	crib) stop_crib ;;
 	*) eval "$runtime_down" >&2; runtime_down= ;;
 	esac
+	# After the runtime: its pods' CNI DEL undoes their chains first.
+	host_cleanup
 done
 
-# The comparison: each spec's state on every runtime run.
+# The comparison: each spec's state on both runtimes and the reason of
+# each failure, in comparison.tsv (spec, state, state, reason, reason) and
+# comparison.txt.
 if [ ${#RUNTIMES[@]} -gt 1 ]; then
 	a=$OUT/${RUNTIMES[0]}/summary.tsv b=$OUT/${RUNTIMES[1]}/summary.tsv
+	join -t $'\t' -j 2 -a 1 -a 2 -e - -o 0,1.1,2.1,1.3,2.3 <(sort -t $'\t' -k2,2 "$a") <(sort -t $'\t' -k2,2 "$b") \
+		>"$OUT/comparison.tsv"
 	{
-		printf '%-8s %-8s %s\n' "${RUNTIMES[0]}" "${RUNTIMES[1]}" spec
-		join -t $'\t' -j 2 -a 1 -a 2 -e - -o 0,1.1,2.1 <(sort -t $'\t' -k2,2 "$a") <(sort -t $'\t' -k2,2 "$b") |
-			awk -F'\t' '{printf "%-8s %-8s %s\n", $2, $3, $1}'
+		head -1 "$OUT/${RUNTIMES[0]}/results.txt"
+		head -1 "$OUT/${RUNTIMES[1]}/results.txt"
+		printf '\n%-8s %-8s %s\n' "${RUNTIMES[0]}" "${RUNTIMES[1]}" spec
+		awk -F'\t' -v a="${RUNTIMES[0]}" -v b="${RUNTIMES[1]}" '{
+			printf "%-8s %-8s %s\n", $2, $3, $1
+			if ($2 != "passed" && $4 != "" && $4 != "-") printf "                  %s: %s\n", a, $4
+			if ($3 != "passed" && $5 != "" && $5 != "-") printf "                  %s: %s\n", b, $5
+		}' "$OUT/comparison.tsv"
 	} >"$OUT/comparison.txt"
-	log "comparison: $OUT/comparison.txt; crib fails where the baseline passes:"
-	awk 'NR > 1 && $1 != "passed" && $2 == "passed"' "$OUT/comparison.txt" >&2 || true
+	log "comparison: $OUT/comparison.txt; ${RUNTIMES[0]} fails where ${RUNTIMES[1]} passes:"
+	awk -F'\t' '$2 != "passed" && $3 == "passed" {print "  " $1}' "$OUT/comparison.tsv" >&2
 fi
 cat "$OUT"/*/results.txt >"$OUT/results.txt" 2>/dev/null || true
 log "report: $OUT/results.txt"
