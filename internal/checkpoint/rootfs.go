@@ -30,7 +30,7 @@ func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []str
 	// The container runs on while its layer is walked: a file it removes
 	// meanwhile is left out, as it would be a moment later.
 	err := filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) && p != upper {
 			return nil
 		}
 		if err != nil {
@@ -113,8 +113,6 @@ func addEntry(tw *tar.Writer, p, rel string, fi fs.FileInfo, st *syscall.Stat_t,
 		if fi.Mode().IsRegular() && st.Nlink > 1 {
 			if first, ok := links[st.Ino]; ok {
 				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
-			} else {
-				links[st.Ino] = hdr.Name
 			}
 		}
 	}
@@ -127,6 +125,10 @@ func addEntry(tw *tar.Writer, p, rel string, fi fs.FileInfo, st *syscall.Stat_t,
 	}
 	if err := addXattrs(hdr, p); err != nil {
 		return err
+	}
+	// Only a name that is in the tar may be a later hard link's target.
+	if hdr.Typeflag == tar.TypeReg && st != nil && st.Nlink > 1 {
+		links[st.Ino] = hdr.Name
 	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err

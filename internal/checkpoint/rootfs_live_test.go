@@ -14,8 +14,9 @@ import (
 )
 
 // A running container changes its layer while it is archived: a file
-// removed after the walk saw it is left out, and one truncated while it
-// is copied keeps the size its header gave, padded with zeros.
+// removed after the walk saw it is left out (and its other name, a hard
+// link, is then written whole, not as a link to it), and one truncated
+// while it is copied keeps the size its header gave, padded with zeros.
 func TestAddEntryOfAChangingFile(t *testing.T) {
 	dir := t.TempDir()
 	gone := filepath.Join(dir, "gone")
@@ -26,7 +27,12 @@ func TestAddEntryOfAChangingFile(t *testing.T) {
 	if err := os.WriteFile(shrunk, []byte(strings.Repeat("a", 1000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	other := filepath.Join(dir, "other")
+	if err := os.Link(gone, other); err != nil {
+		t.Fatal(err)
+	}
 	goneInfo, _ := os.Lstat(gone)
+	otherInfo, _ := os.Lstat(other)
 	shrunkInfo, _ := os.Lstat(shrunk)
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
@@ -42,8 +48,11 @@ func TestAddEntryOfAChangingFile(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("addEntry of a removed file: %v, want ErrNotExist", err)
 	}
-	if buf.Len() != 0 {
-		t.Fatalf("addEntry of a removed file wrote %d bytes", buf.Len())
+	if buf.Len() != 0 || len(links) != 0 {
+		t.Fatalf("addEntry of a removed file wrote %d bytes and links %v", buf.Len(), links)
+	}
+	if err := addEntry(tw, other, "other", otherInfo, otherInfo.Sys().(*syscall.Stat_t), links); err != nil {
+		t.Fatalf("addEntry of the removed file's other name: %v", err)
 	}
 	if err := addEntry(tw, shrunk, "shrunk", shrunkInfo, shrunkInfo.Sys().(*syscall.Stat_t), links); err != nil {
 		t.Fatalf("addEntry of a truncated file: %v", err)
@@ -53,6 +62,13 @@ func TestAddEntryOfAChangingFile(t *testing.T) {
 	}
 	tr := tar.NewReader(&buf)
 	hdr, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr.Name != "other" || hdr.Typeflag != tar.TypeReg || hdr.Size != 1 {
+		t.Fatalf("the removed file's other name: %q type %c size %d, want a regular file of 1 byte", hdr.Name, hdr.Typeflag, hdr.Size)
+	}
+	hdr, err = tr.Next()
 	if err != nil {
 		t.Fatal(err)
 	}
