@@ -54,7 +54,8 @@ func (m *Manager) Create(ctx context.Context, sandboxID string, cfg *runtimeapi.
 	}
 	classes, err := m.cfg.Classes.FromAnnotations(cfg.GetMetadata().GetName(), cfg.GetAnnotations(), sb.Config.GetAnnotations())
 	if err != nil {
-		return "", fmt.Errorf("config.annotations: %w: %w", err, errdefs.ErrInvalidArgument)
+		// The class may come from the pod's annotations as well.
+		return "", fmt.Errorf("config.annotations or sandbox_config.annotations: %w: %w", err, errdefs.ErrInvalidArgument)
 	}
 	began := time.Now()
 	ref, restoreFrom, err := m.imageToCreate(cfg)

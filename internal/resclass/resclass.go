@@ -11,16 +11,15 @@
 package resclass
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/intel/goresctrl/pkg/blockio"
 	"github.com/intel/goresctrl/pkg/rdt"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // Classes resolves class names. A nil *Classes has no class configured:
@@ -184,20 +183,9 @@ func resources(spec *specs.Spec) *specs.LinuxResources {
 	return spec.Linux.Resources
 }
 
-// ResctrlMounted reports whether a resctrl filesystem is mounted.
+// ResctrlMounted reports whether resctrl is mounted where the kernel's
+// documentation, runc and goresctrl expect it, /sys/fs/resctrl.
 func ResctrlMounted() bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		// mountinfo: ... - FSTYPE SOURCE OPTIONS
-		_, after, ok := strings.Cut(s.Text(), " - ")
-		if ok && strings.HasPrefix(after, "resctrl ") {
-			return true
-		}
-	}
-	return false
+	var st unix.Statfs_t
+	return unix.Statfs("/sys/fs/resctrl", &st) == nil && st.Type == unix.RDTGROUP_SUPER_MAGIC
 }
