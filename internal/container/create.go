@@ -142,8 +142,12 @@ func restoredConfig(cfg *runtimeapi.ContainerConfig, archivePath, image string) 
 }
 
 func (m *Manager) create(ctx context.Context, id string, sb sandbox.Sandbox, cfg *runtimeapi.ContainerConfig, img image.Image, vols []volumeImage, logFile string, devices *cdi.Devices, classes resclass.Annotated, restoreFrom string) (err error) {
-	if _, err := m.runtime(sb.RuntimeHandler); err != nil {
+	rt, err := m.runtime(sb.RuntimeHandler)
+	if err != nil {
 		return err
+	}
+	if restoreFrom != "" && rt.Support.RestoreMissing != "" {
+		return fmt.Errorf("image %s: %s: %w", restoreFrom, rt.Support.RestoreMissing, errdefs.ErrFailedPrecondition)
 	}
 	if m.cfg.Plugins != nil {
 		// Until the container is listed, a plugin that connects waits

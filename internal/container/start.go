@@ -45,6 +45,9 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err == nil {
 		err = failpoint.Check("StartContainer/runtime")
 	}
+	if err == nil && c.RestoreImages != "" {
+		err = checkRestoredCgroup(h.ContainerPid, c.CgroupsPath, m.cfg.CgroupDriver == "systemd", m.cfg.CgroupV2)
+	}
 	m.cfg.Tracer.PodPhase(c.SandboxID, phaseRuntimeStart, time.Since(started))
 	if err != nil {
 		m.startFailed(ctx, e, rt, err)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/crib-dev/crib/internal/config"
@@ -57,6 +58,7 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 			RecursiveReadOnly:     kernelRRO && slices.Contains(features.MountOptions, "rro"),
 			UserNamespacesMissing: userNamespacesMissing(path, features, kernelIDMap),
 			CheckpointMissing:     features.CheckpointMissing(path),
+			RestoreMissing:        features.RestoreMissing(path, cgroups.Mode() == cgroups.Unified),
 		}}
 		if !h.UserNamespaces() {
 			d.log.Info("pods of this handler cannot have user namespaces of their own", "handler", name, "missing", h.UserNamespacesMissing)

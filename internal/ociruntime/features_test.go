@@ -45,3 +45,34 @@ func TestFeaturesOfCrunAndRunc(t *testing.T) {
 		})
 	}
 }
+
+func TestRestoreMissing(t *testing.T) {
+	runc := func(v string) Features {
+		return Features{Annotations: map[string]string{"org.opencontainers.runc.version": v}}
+	}
+	for _, tc := range []struct {
+		name     string
+		f        Features
+		cgroupV2 bool
+		restores bool
+	}{
+		{"runc 1.1 on cgroup v1", runc("1.1.5+ds1"), false, true},
+		{"runc 1.1 on cgroup v2", runc("1.1.5+ds1"), true, false},
+		{"runc 1.0 on cgroup v2", runc("1.0.0-rc93"), true, false},
+		{"runc 1.2 on cgroup v2", runc("1.2.0"), true, true},
+		{"runc 1.5.2 on cgroup v2", runc("1.5.2"), true, true},
+		{"runc 2 on cgroup v2", runc("2.0.0"), true, true},
+		{"an unreadable version", runc("dev"), true, true},
+		{"crun, which does not say", Features{Annotations: map[string]string{"run.oci.crun.checkpoint.enabled": "true"}}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			missing := tc.f.RestoreMissing("/usr/sbin/runc", tc.cgroupV2)
+			if tc.restores != (missing == "") {
+				t.Fatalf("RestoreMissing = %q, want restoring %v", missing, tc.restores)
+			}
+			if missing != "" && !strings.Contains(missing, "/usr/sbin/runc") {
+				t.Errorf("RestoreMissing = %q, does not name the runtime", missing)
+			}
+		})
+	}
+}

@@ -127,6 +127,29 @@ func (f Features) CheckpointMissing(binary string) string {
 	return ""
 }
 
+// RestoreMissing says why the runtime cannot restore a checkpoint into a
+// container of its own on a host whose cgroups are v2 (cgroupV2), or "".
+// runc before 1.2 tells CRIU the restored container's cgroup on cgroup v1
+// only (criuApplyCgroups returns early on v2, fixed by runc 3438ef30b), so
+// on v2 the restored processes go back to the checkpointed container's
+// cgroup, beyond the new one's limits, stats and removal. Other runtimes,
+// and runc that does not say its version, are asked anyway; crib checks
+// where the restored process landed.
+func (f Features) RestoreMissing(binary string, cgroupV2 bool) string {
+	v, ok := f.Annotations["org.opencontainers.runc.version"]
+	if !cgroupV2 || !ok {
+		return ""
+	}
+	var major, minor int
+	if n, _ := fmt.Sscanf(v, "%d.%d", &major, &minor); n != 2 {
+		return ""
+	}
+	if major > 1 || (major == 1 && minor >= 2) {
+		return ""
+	}
+	return fmt.Sprintf("the OCI runtime %s (runc %s) does not give CRIU the restored container's own cgroup on cgroup v2, so its processes would come back in the checkpointed container's cgroup: runc 1.2 or later restores here", binary, v)
+}
+
 // Support is what a runtime handler makes possible on this host: its
 // runtime's features and the kernel's together.
 type Support struct {
@@ -139,6 +162,9 @@ type Support struct {
 	// CheckpointMissing is empty when the runtime can checkpoint
 	// containers with CRIU; otherwise it says why not.
 	CheckpointMissing string
+	// RestoreMissing is empty when the runtime can also restore them
+	// into containers of their own; otherwise it says why not.
+	RestoreMissing string
 }
 
 // UserNamespaces reports whether pods can have user namespaces of their own.

@@ -88,16 +88,40 @@ func Criu(t testing.TB) string {
 // (DefaultRuntime) cannot checkpoint, by its features as crib reads them;
 // "" when it can or does not say.
 func RuntimeCheckpointMissing() string {
-	_, bin := DefaultRuntime()
-	out, err := exec.Command(bin, "features").Output()
-	if err != nil {
-		return ""
-	}
-	var f ociruntime.Features
-	if json.Unmarshal(out, &f) != nil {
-		return ""
-	}
+	f, bin := defaultRuntimeFeatures()
 	return f.CheckpointMissing(bin)
+}
+
+// defaultRuntimeFeatures is what the default runtime of test daemons says
+// it supports, and its binary; no features when it does not answer.
+func defaultRuntimeFeatures() (ociruntime.Features, string) {
+	_, bin := DefaultRuntime()
+	var f ociruntime.Features
+	if out, err := exec.Command(bin, "features").Output(); err == nil {
+		_ = json.Unmarshal(out, &f)
+	}
+	return f, bin
+}
+
+// CriuRestores is CriuDumps for a test that also restores: it skips the
+// test, saying why, when crib refuses restores on the default runtime by
+// design (RuntimeRestoreMissing); TestRestoreRefusedOnOldRunc checks the
+// refusal there.
+func CriuRestores(t testing.TB) string {
+	t.Helper()
+	p := CriuDumps(t)
+	if why := RuntimeRestoreMissing(); why != "" {
+		t.Skip(why)
+	}
+	return p
+}
+
+// RuntimeRestoreMissing says why crib refuses to restore checkpoints on
+// the default runtime of test daemons on this host, as crib reads its
+// features; "" when it restores.
+func RuntimeRestoreMissing() string {
+	f, bin := defaultRuntimeFeatures()
+	return f.RestoreMissing(bin, Unified())
 }
 
 // CriuDumps is Criu for a test that needs a dump to succeed: it also

@@ -37,7 +37,7 @@ func TestCheckpointRestore(t *testing.T) {
 	if os.Getenv(EndpointEnv) != "" {
 		t.Skip("restoring from an archive path is CRI-O's and crib's; not asked of another runtime")
 	}
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	env := newRuntimeEnvConfig(t, testutil.CriuConfig())
 	h := startAgent(t, env)
 	srv := httptest.NewServer(statusapi.Handler(h.Store(), h.Agent().Events(), statusapi.NewMetrics()))

@@ -54,7 +54,7 @@ func pushCheckpointImage(t *testing.T, p, host, container string) string {
 // loopback registry, pulls it over the CRI and creates a container of it
 // in a new pod: the counter is restored and counts on from where it was.
 func TestCheckpointRestoreFromImage(t *testing.T) {
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	testutil.RequiresRoot(t)
 	t.Parallel()
 	img := testutil.Busybox(t)

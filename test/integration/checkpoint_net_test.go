@@ -189,7 +189,7 @@ func (e *env) checkpointSockServer(name string, hold func(srcIP net.IP)) (srcIP,
 // restores it into a pod on another IP: it answers there, over both, from
 // the host through the bridge.
 func TestCheckpointRestoreListenerOnNewIP(t *testing.T) {
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
 	srcIP, dstIP, _ := e.checkpointSockServer("ckpt-ip", nil)
 	servesOn(t, dstIP, "the restored server")
@@ -203,7 +203,7 @@ func TestCheckpointRestoreListenerOnNewIP(t *testing.T) {
 // server, on another IP, has it closed (CRIU's tcp-close) and serves new
 // ones.
 func TestCheckpointRestoreClosesEstablished(t *testing.T) {
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
 	var held *sockConn
 	srcIP, dstIP, restored := e.checkpointSockServer("ckpt-est", func(srcIP net.IP) {

@@ -35,7 +35,7 @@ func (e *env) runTwoCounters(podName string) (pod *runtimeapi.PodSandboxConfig, 
 // pod: both containers come back CREATED, and once started each counts on
 // from where the checkpoint left it. The source pod's counters run on.
 func TestCheckpointPod(t *testing.T) {
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
 	_, podID, ids := e.runTwoCounters("ckpt-pod")
 	eventually(t, 30*time.Second, "the counters to pass 20", func() bool { return e.counter(ids["a"]) > 20 && e.counter(ids["b"]) > 20 })

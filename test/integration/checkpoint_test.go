@@ -355,7 +355,7 @@ func TestCheckpointContainerErrors(t *testing.T) {
 // counts on from where the checkpoint left it, and its writable layer has
 // the written file and lacks the deleted one.
 func TestCheckpointRestore(t *testing.T) {
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
 	_, id := e.runChangedCounter("ckpt-src")
 	eventually(t, 30*time.Second, "the counter to pass 30", func() bool { return e.counter(id) > 30 })
@@ -442,4 +442,39 @@ func (e *env) wantCgroupIn(id, podID string) {
 	if !strings.Contains(path, id) || !strings.Contains(path, podID[:12]) {
 		e.t.Errorf("restored container %s is in cgroup %q, want its own in pod %s's\n%s", id, path, podID, data)
 	}
+}
+
+// TestRestoreRefusedOnOldRunc runs where crib refuses restores by design:
+// runc before 1.2 on a cgroup v2 host, which would put the restored
+// processes back in the checkpointed container's cgroup. The checkpoint
+// works; CreateContainer from its archive answers FailedPrecondition naming
+// the runtime and the version that restores, and leaves no container.
+// Elsewhere the restore tests run instead.
+func TestRestoreRefusedOnOldRunc(t *testing.T) {
+	testutil.CriuDumps(t)
+	if testutil.RuntimeRestoreMissing() == "" {
+		t.Skip("the default runtime restores on this host (TestCheckpointRestore)")
+	}
+	e := checkpointEnv(t, testutil.CriuConfig())
+	_, id := e.runChangedCounter("ckpt-old-src")
+	loc := filepath.Join(t.TempDir(), "counter.tar")
+	if _, err := e.rt().CheckpointContainer(e.ctx(), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: loc}); err != nil {
+		t.Fatalf("CheckpointContainer: %v", err)
+	}
+	dst := e.podConfig("ckpt-old-dst")
+	dstID := e.runPod(dst)
+	cfg := e.ctrConfig("counter", counterCmd...)
+	cfg.Image = &runtimeapi.ImageSpec{Image: loc}
+	_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: dstID, Config: cfg, SandboxConfig: dst})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "runc 1.2 or later") {
+		t.Errorf("restore on runc < 1.2 and cgroup v2: %v, want FailedPrecondition naming runc 1.2", err)
+	}
+	resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: dstID}})
+	if lerr != nil || len(resp.Containers) != 0 {
+		t.Errorf("containers in the pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
+	}
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("the checkpointed container: %s, want RUNNING", st.State)
+	}
+	noCheckpointLeftovers(t, e.d)
 }

@@ -19,7 +19,7 @@ import (
 // restored container sees the volume's content, not what the checkpoint
 // saw, and the archive's writable layer holds nothing of the volume.
 func TestCheckpointRestoreEmptyDir(t *testing.T) {
-	testutil.CriuDumps(t)
+	testutil.CriuRestores(t)
 	e := checkpointEnv(t, testutil.CriuConfig())
 	srcVol, dstVol := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(dstVol, "f"), []byte("the volume's\n"), 0o644); err != nil {

@@ -787,6 +787,10 @@ func TestFailpoints(t *testing.T) {
 			case (strings.HasPrefix(op, "Checkpoint") || strings.HasPrefix(op, "Restore")) && testutil.RuntimeCheckpointMissing() != "":
 				// crib refuses checkpoints on this handler by design.
 				r.reached, r.result, r.checked = "runtime cannot checkpoint: not run", "-", testutil.RuntimeCheckpointMissing()
+			case strings.HasPrefix(op, "Restore") && testutil.RuntimeRestoreMissing() != "":
+				// crib refuses restores on this runtime and host by design
+				// (TestRestoreRefusedOnOldRunc).
+				r.reached, r.result, r.checked = "runtime cannot restore here: not run", "-", testutil.RuntimeRestoreMissing()
 			case failpointNeeds(op, step) != "":
 				why := failpointNeeds(op, step)
 				if os.Getenv(testutil.RequireCriuEnv) != "" {
