@@ -216,14 +216,17 @@ build_images() {
 	rm -rf "$L"
 	mkdir -p "$L"
 
-	# busybox: the kit's static busybox with a link per applet.
+	# busybox: the kit's static busybox with a link per applet, every one
+	# in /bin as in Docker's busybox image, the suite's base (the Sysctls
+	# specs run /bin/sysctl, which busybox itself installs in /sbin).
 	local bb=$WORK/build/busybox/busybox
 	mkdir -p "$L/busybox/bin" "$L/busybox/etc" "$L/busybox/root" "$L/busybox/home" "$L/busybox/var/www" \
 		"$L/busybox/usr/bin" "$L/busybox/usr/sbin" "$L/busybox/sbin" "$L/busybox/tmp"
 	chmod 1777 "$L/busybox/tmp"
 	cp "$bb" "$L/busybox/bin/busybox"
 	"$bb" --list-full | while read -r a; do
-		[ "$a" = bin/busybox ] || [ -e "$L/busybox/$a" ] || ln -s /bin/busybox "$L/busybox/$a"
+		a=${a##*/}
+		[ "$a" = busybox ] || [ -e "$L/busybox/bin/$a" ] || ln -s /bin/busybox "$L/busybox/bin/$a"
 	done
 	cp "$CACHE/rootfs/debian/etc/passwd" "$CACHE/rootfs/debian/etc/group" "$L/busybox/etc/"
 	# nonewprivs: a set-uid root program printing its effective uid.
