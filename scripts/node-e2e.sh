@@ -52,8 +52,10 @@
 #   and images of Slow/Serial-only specs (node-perf, etcd, cadvisor).
 #
 # What a run touches on the host, and undoes (in a trap, also on failure):
-# - /e2enode in each cgroup v1 hierarchy (or in cgroup v2), the kubelet's
-#   cgroup root: removed deepest first;
+# - /kubepods in each cgroup v1 hierarchy (or in cgroup v2), which the
+#   kubelet makes under its cgroup root, / as in the upstream jobs (the
+#   Kubelet Cgroup Manager specs look for the pods' cgroups there): every
+#   cgroup under it that was not there before the run, deepest first;
 # - /var/lib/kubelet, the suite's fixed kubelet root, which the kubelet
 #   bind-mounts on itself: every mount under it unmounted, the directory
 #   removed when it did not exist before;
@@ -372,7 +374,7 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=${OUT:-$CACHE/reports/$STAMP}
 mkdir -p "$OUT"
 D=$(mktemp -d /tmp/crib-node-e2e.XXXXXX)
-CG=e2enode
+CG=kubepods
 SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 declare -A SAVED_SYSCTL=()
 for s in "${SYSCTLS[@]}"; do SAVED_SYSCTL[$s]=$(cat "/proc/sys/$s"); done
@@ -450,11 +452,9 @@ host_cleanup() {
 		umount "$m" 2>/dev/null || umount -l "$m" || log "WARNING: could not unmount $m"
 	done
 	[ $made_kubelet_root = 1 ] && rm -rf --one-file-system "$KUBELET_ROOT"
-	local h
-	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
-		[ -d "$h$CG" ] || continue
-		find "$h$CG" -depth -type d -exec rmdir {} + 2>/dev/null
-		[ -d "$h$CG" ] && log "WARNING: could not remove cgroup $h$CG"
+	local g
+	new_cgroups | while read -r g; do
+		rmdir "$g" 2>/dev/null || log "WARNING: could not remove cgroup $g"
 	done
 	local t c ipt f
 	for ipt in iptables ip6tables; do
@@ -501,7 +501,7 @@ leftovers() {
 	done
 	awk -v k="$KUBELET_ROOT" -v d="$D/" -v c="$CACHE/containerd/" '$2 == k || index($2, k "/") == 1 ||
 		index($2, d) == 1 || index($2, c) == 1 || index($2, "/run/crib-node-e2e/") == 1 {print "mount " $2}' /proc/self/mounts
-	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do [ -d "$h$CG" ] && echo "cgroup $h$CG"; done
+	new_cgroups | sed 's/^/cgroup /'
 	for l in cribe2e0 e2ectrd0; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
 	for ipt in iptables ip6tables; do
 		[ "$ipt" = iptables ] && f=$D/chains4 || f=$D/chains6
@@ -543,24 +543,19 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 [ -z "$SAMPLE" ] || select_sample
 
-# make_cgroup_root makes /e2enode, the kubelet's cgroup root, in every
-# hierarchy, the cgroup2 one of a hybrid host too, as kubelet-stats.sh does
-# (cpuset's needs cpus and mems before anything joins it).
-make_cgroup_root() {
-	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-		mkdir -p "/sys/fs/cgroup/$CG"
-		return
-	fi
+# kubelet_cgroups lists the kubelet's cgroups (/kubepods and below, in
+# every hierarchy, the cgroup2 one of a hybrid host too), deepest first.
+kubelet_cgroups() {
 	local h
-	for h in /sys/fs/cgroup/*/; do
-		[ -L "${h%/}" ] && continue
-		mountpoint -q "$h" || continue
-		mkdir -p "$h$CG"
-		if [ -f "${h}cpuset.cpus" ]; then
-			cat "${h}cpuset.cpus" >"$h$CG/cpuset.cpus"
-			cat "${h}cpuset.mems" >"$h$CG/cpuset.mems"
-		fi
+	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+		[ -L "${h%/}" ] || [ ! -d "$h$CG" ] || find "$h$CG" -depth -type d
 	done
+}
+
+# new_cgroups lists, deepest first, the kubelet's cgroups that were not
+# there when the run began (a kubelet run before may have left /kubepods).
+new_cgroups() {
+	kubelet_cgroups | grep -vxF -f "$D/cgroups.before" || true
 }
 
 start_crib() {
@@ -619,7 +614,7 @@ start_containerd() {
 run_suite() {
 	local rt=$1 dir=$OUT/$1
 	mkdir -p "$dir/artifacts" "$D/run-$rt"
-	make_cgroup_root
+	[ -e "$D/cgroups.before" ] || { kubelet_cgroups; echo /nonexistent; } >"$D/cgroups.before"
 	# The suite starts the kubelet under systemd-run when it finds it in
 	# PATH; the host has no systemd running, so it must not. A directory
 	# holding systemd-run (/usr/bin, where the kubelet also finds mount)
@@ -639,7 +634,7 @@ run_suite() {
 		--json-report=report.json --junit-report=junit.xml --no-color)
 	[ -n "$FOCUS" ] && ginkgo_args+=(--focus="$FOCUS")
 	[ -n "$SKIP" ] && ginkgo_args+=(--skip="$SKIP")
-	local kubelet_flags="--fail-cgroupv1=false --cgroup-driver=cgroupfs --cgroups-per-qos=true --cgroup-root=/$CG"
+	local kubelet_flags="--fail-cgroupv1=false --cgroup-driver=cgroupfs --cgroups-per-qos=true --cgroup-root=/"
 	kubelet_flags+=" --kubelet-cgroups= --system-cgroups= --runtime-cgroups= --fail-swap-on=false"
 	# The suite's kubelet config has 10.100.0.0/24, which the kubelet hands
 	# the runtime (UpdateRuntimeConfig) and crib's default network takes:
