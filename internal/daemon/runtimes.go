@@ -63,6 +63,9 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 		if !h.UserNamespaces() {
 			d.log.Info("pods of this handler cannot have user namespaces of their own", "handler", name, "missing", h.UserNamespacesMissing)
 		}
+		if h.RestoreMissing != "" {
+			d.log.Info("this handler checkpoints but does not restore here", "handler", name, "missing", h.RestoreMissing)
+		}
 		rt.Support = h.Support
 		out[name] = rt
 		handlers = append(handlers, h)
