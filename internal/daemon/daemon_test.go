@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crib-dev/crib/internal/config"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 func testConfig(t *testing.T) config.Config {
@@ -95,7 +96,7 @@ func TestServesAndStops(t *testing.T) {
 		if err != nil {
 			t.Errorf("Run after cancel = %v", err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(testutil.Patience(60 * time.Second)):
 		t.Fatal("daemon did not stop")
 	}
 	if err := d.Shutdown(context.Background()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // With [metrics] address set, /metrics is served while the daemon runs,
@@ -39,7 +40,7 @@ func TestMetricsServedUntilShutdown(t *testing.T) {
 	case <-d.Ready():
 	case err := <-done:
 		t.Fatalf("Run = %v", err)
-	case <-time.After(15 * time.Second):
+	case <-time.After(testutil.Patience(60 * time.Second)):
 		t.Fatal("daemon never ready")
 	}
 	resp, err := http.Get("http://" + addr + "/metrics")

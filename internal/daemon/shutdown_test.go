@@ -75,7 +75,7 @@ func TestShutdownLeavesContainersRunning(t *testing.T) {
 		if err != nil {
 			t.Errorf("Run after Shutdown = %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testutil.Patience(30 * time.Second)):
 		t.Fatal("Run did not return after Shutdown")
 	}
 	if _, err := events.Recv(); err == nil {
@@ -133,8 +133,8 @@ func startDaemon(t *testing.T, cfg config.Config, monitorBin string) *testDaemon
 	case <-d.Ready():
 	case err := <-td.runErr:
 		t.Fatalf("Run = %v before serving", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the daemon did not serve within 30s")
+	case <-time.After(testutil.Patience(60 * time.Second)):
+		t.Fatal("the daemon did not serve within a minute")
 	}
 	return td
 }
