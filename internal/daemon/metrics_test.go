@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+
 	"github.com/crib-dev/crib/internal/testutil"
 )
 
