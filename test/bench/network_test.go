@@ -13,13 +13,15 @@ import (
 )
 
 // baselineConfList is the network containerd-up.sh gives the baseline
-// containerd: bridge, host-local and portmap (containerd adds loopback
-// itself; crib brings lo up without a plugin).
+// containerd: bridge (no masquerade, hairpin), host-local and portmap
+// (containerd adds loopback itself; crib brings lo up without a plugin).
+// The bridge's options must be the baseline's: ipMasq adds and deletes an
+// iptables chain per pod, whose lock dominates a CNI DEL on a busy host.
 const baselineConfList = `{
   "cniVersion": "1.0.0",
   "name": "{{.Bridge}}",
   "plugins": [
-    {"type": "bridge", "bridge": "{{.Bridge}}", "isGateway": true, "ipMasq": true,
+    {"type": "bridge", "bridge": "{{.Bridge}}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "dataDir": "{{.DataDir}}", "ranges": [[{"subnet": "{{.Subnet}}"}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
