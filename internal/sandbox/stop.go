@@ -79,6 +79,10 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	}
 	m.mu.Lock()
 	delete(m.byID, s.ID)
+	// The lock goes with the sandbox: a call waiting on it finds the
+	// sandbox gone once it gets it, and one that comes later makes a new
+	// lock and finds the same (ids are never reused).
+	m.locks.Delete(s.ID)
 	if s.State == Ready {
 		// Removed without a Stop: it stopped all the same.
 		m.publish(lifecycle.Stopped, s.ID)
