@@ -2,6 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +27,8 @@ const (
 // nothing of them: its pods and containers by state count zero and its
 // goroutines come back to what they were idle (one kept per pod or
 // container fails it), whether the pods are removed by the daemon that
-// made them or by the next one, after a restart. Each pod also had its
+// made them or by the next one, after a restart; nor do its threads grow
+// with them. Each pod (of a shared PID namespace, with a pause) also had its
 // stats, list and status read, and a container create that failed and was
 // undone, and a GetContainerEvents stream watched it all.
 func TestNothingHeldAfterPodsRemoved(t *testing.T) {
@@ -41,6 +45,7 @@ func TestNothingHeldAfterPodsRemoved(t *testing.T) {
 	e.retainRound(1)
 	e.removeAllPods()
 	idle := settledGoroutines(t, url, -1)
+	idleThreads := threadsOf(t, d.Pid())
 
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
@@ -64,6 +69,12 @@ func TestNothingHeldAfterPodsRemoved(t *testing.T) {
 			if got > idle+retainSlack {
 				t.Errorf("%d goroutines after %d pods were removed, %d idle: kept per pod", got, retainPods, idle)
 			}
+			// The Go runtime never ends a thread it made: one per pod
+			// (a wait for its pause, say) stays once the pods are gone.
+			threads := threadsOf(t, d.Pid())
+			if threads > idleThreads+retainSlack {
+				t.Errorf("%d threads after %d pods were removed, %d idle: one per pod", threads, retainPods, idleThreads)
+			}
 			fams := testutil.Scrape(t, url)
 			for _, name := range []string{"crib_sandboxes", "crib_containers"} {
 				for _, m := range fams[name].GetMetric() {
@@ -72,8 +83,8 @@ func TestNothingHeldAfterPodsRemoved(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("goroutines idle %d, with %d pods %d, after they were removed %d; resident %.1f MiB",
-				idle, retainPods, held, got, fams["process_resident_memory_bytes"].GetMetric()[0].GetGauge().GetValue()/(1<<20))
+			t.Logf("goroutines idle %d, with %d pods %d, after they were removed %d; threads idle %d, after %d; resident %.1f MiB",
+				idle, retainPods, held, got, idleThreads, threads, fams["process_resident_memory_bytes"].GetMetric()[0].GetGauge().GetValue()/(1<<20))
 		})
 	}
 }
@@ -87,6 +98,8 @@ func (e *env) retainRound(n int) {
 		name := fmt.Sprintf("retain-%d-%d", time.Now().UnixNano(), i)
 		pod := e.podConfig(name)
 		pod.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
+		// A shared PID namespace: the pod has a pause the daemon waits for.
+		pod.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
 		podID := e.runPod(pod)
 		ctr := e.run(podID, pod, e.ctrConfig("sleeper", "sleep", "3600"))
 		bad := e.ctrConfig("missing", "true")
@@ -167,4 +180,24 @@ func settledGoroutines(t *testing.T, url string, want int) int {
 		last = n
 	}
 	return last
+}
+
+// threadsOf is the number of threads of process pid.
+func threadsOf(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("pid %d: no Threads in its status", pid)
+	return 0
 }
