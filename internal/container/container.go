@@ -325,6 +325,19 @@ func (m *Manager) List() []Container {
 	return out
 }
 
+// InSandbox returns the containers of the sandbox, oldest first, from
+// the sandbox's index: its cost is the pod's containers, not the node's.
+func (m *Manager) InSandbox(sandboxID string) []Container {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Container, 0, len(m.bySandbox[sandboxID]))
+	for _, e := range m.bySandbox[sandboxID] {
+		out = append(out, e.c)
+	}
+	slices.SortFunc(out, func(a, b Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out
+}
+
 // update applies fn to the container's record under its record lock,
 // checks the state transition if fn changes the state, persists the result,
 // and only then shows it to readers.
