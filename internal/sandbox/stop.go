@@ -109,11 +109,15 @@ func (m *Manager) locked(id string) (*Sandbox, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	unlock := m.lock(s.ID)
-	s, err = m.Get(s.ID)
+	full := s.ID
+	unlock := m.lock(full)
+	s, err = m.Get(full)
 	if err != nil {
 		unlock()
 		if errdefs.IsNotFound(err) {
+			// Removed while this call waited, or before it took the
+			// lock, which it may then have made anew: it goes too.
+			m.locks.Delete(full)
 			return nil, nil, nil
 		}
 		return nil, nil, err
