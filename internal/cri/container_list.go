@@ -58,7 +58,7 @@ func (s *Server) containerEntries(f *runtimeapi.ContainerFilter) ([][]byte, erro
 	var entries [][]byte
 	for _, c := range s.containers.List() {
 		state := containerState(c)
-		s.listEntries.seen(c, gen)
+		s.listEntries.seen(c.ID, gen)
 		switch {
 		case f.GetId() != "" && !strings.HasPrefix(c.ID, f.GetId()):
 		case f.GetPodSandboxId() != "" && !strings.HasPrefix(c.SandboxID, f.GetPodSandboxId()):
@@ -84,49 +84,34 @@ const pruneEvery = 64
 // listEntryCache holds each listed container's entry of
 // ListContainersResponse (field 1, tag and length included) as encoded for
 // the state it was in: nothing else of an entry changes while the
-// container lives. Entries are kept by sandbox, so that a sandbox's removal
-// drops its containers' without a scan of the node's.
+// container lives.
 type listEntryCache struct {
-	bySandbox sync.Map // sandbox id -> *podEntries
+	byID sync.Map // container id -> *listEntry
 	// gen counts ListContainers calls; an entry whose container a list
 	// did not see belongs to a removed container.
 	gen atomic.Uint64
 }
 
-// podEntries are the cached entries of one sandbox's containers.
-type podEntries struct {
-	byID sync.Map // container id -> *listEntry
-}
-
 type listEntry struct {
-	state runtimeapi.ContainerState
-	wire  []byte
-	seen  atomic.Uint64
+	sandboxID string
+	state     runtimeapi.ContainerState
+	wire      []byte
+	seen      atomic.Uint64
 }
 
-func (l *listEntryCache) load(c container.Container) (*listEntry, bool) {
-	p, ok := l.bySandbox.Load(c.SandboxID)
-	if !ok {
-		return nil, false
-	}
-	e, ok := p.(*podEntries).byID.Load(c.ID)
-	if !ok {
-		return nil, false
-	}
-	return e.(*listEntry), true
-}
-
-// seen marks c's entry, if any, as listed in generation gen.
-func (l *listEntryCache) seen(c container.Container, gen uint64) {
-	if e, ok := l.load(c); ok {
-		e.seen.Store(gen)
+// seen marks id's entry, if any, as listed in generation gen.
+func (l *listEntryCache) seen(id string, gen uint64) {
+	if v, ok := l.byID.Load(id); ok {
+		v.(*listEntry).seen.Store(gen)
 	}
 }
 
 // get returns c's encoded entry in state, encoding it if needed.
 func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerState, gen uint64) ([]byte, error) {
-	if e, ok := l.load(c); ok && e.state == state {
-		return e.wire, nil // marked seen by the caller
+	if v, ok := l.byID.Load(c.ID); ok {
+		if e := v.(*listEntry); e.state == state {
+			return e.wire, nil // marked seen by the caller
+		}
 	}
 	item := containerItem(c)
 	item.State = state
@@ -136,43 +121,34 @@ func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerSt
 	}
 	wire := protowire.AppendTag(make([]byte, 0, len(b)+8), 1, protowire.BytesType)
 	wire = protowire.AppendBytes(wire, b)
-	e := &listEntry{state: state, wire: wire}
+	e := &listEntry{sandboxID: c.SandboxID, state: state, wire: wire}
 	e.seen.Store(gen)
-	p, _ := l.bySandbox.LoadOrStore(c.SandboxID, &podEntries{})
-	p.(*podEntries).byID.Store(c.ID, e)
+	l.byID.Store(c.ID, e)
 	return wire, nil
 }
 
-// forget drops the entry of the container id of sandboxID, removed: a node
-// that lists no more after a teardown would keep it until the next pruning.
-func (l *listEntryCache) forget(sandboxID, id string) {
-	if p, ok := l.bySandbox.Load(sandboxID); ok {
-		p.(*podEntries).byID.Delete(id)
-	}
-}
+// forget drops the entry of the container id, removed: a node that lists
+// no more after a teardown would keep it until the next pruning.
+func (l *listEntryCache) forget(id string) { l.byID.Delete(id) }
 
 // forgetSandbox drops the entries of the sandbox's containers, removed
 // with it.
-func (l *listEntryCache) forgetSandbox(sandboxID string) { l.bySandbox.Delete(sandboxID) }
+func (l *listEntryCache) forgetSandbox(sandboxID string) {
+	l.byID.Range(func(id, v any) bool {
+		if v.(*listEntry).sandboxID == sandboxID {
+			l.byID.Delete(id)
+		}
+		return true
+	})
+}
 
 // prune forgets the entries whose containers the list of generation gen
-// did not see (every list sees every container; filters apply after), and
-// the sandboxes left with none. One seen by a later list, in flight
-// meanwhile, stays; one stored meanwhile in a sandbox's entries pruned
-// as empty is lost, to be encoded again by the next list.
+// did not see (every list sees every container; filters apply after). One
+// seen by a later list, in flight meanwhile, stays.
 func (l *listEntryCache) prune(gen uint64) {
-	l.bySandbox.Range(func(sandboxID, p any) bool {
-		empty := true
-		p.(*podEntries).byID.Range(func(id, e any) bool {
-			if e.(*listEntry).seen.Load() < gen {
-				p.(*podEntries).byID.Delete(id)
-			} else {
-				empty = false
-			}
-			return true
-		})
-		if empty {
-			l.bySandbox.CompareAndDelete(sandboxID, p)
+	l.byID.Range(func(id, v any) bool {
+		if v.(*listEntry).seen.Load() < gen {
+			l.byID.Delete(id)
 		}
 		return true
 	})

@@ -12,13 +12,9 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 	if req.GetContainerId() == "" {
 		return nil, invalid("container_id is empty")
 	}
-	// Found first, by id or prefix, for its cached list entry, which is
-	// kept by sandbox.
-	c, getErr := s.containers.Get(req.GetContainerId())
 	err := s.containers.Remove(ctx, req.GetContainerId())
-	if getErr == nil {
-		s.listEntries.forget(c.SandboxID, c.ID)
-	}
+	// A prefix of an id leaves its entry to the next pruning.
+	s.listEntries.forget(req.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
