@@ -174,8 +174,12 @@ type Manager struct {
 	cgroupsMu sync.Mutex
 	cgroups   *cgroupfs.Hierarchies
 
-	// closed is closed by Close, which ends the watches of monitors.
+	// closed is closed by Close, which ends the watches of monitors;
+	// watching is cancelled with it, so that a watch needs no goroutine
+	// of its own to see it.
 	closed    chan struct{}
+	watching  context.Context
+	endWatch  context.CancelFunc
 	closeOnce sync.Once
 	// writesBehind are the records updateBehind is writing; Close waits
 	// for them.
@@ -209,10 +213,11 @@ func New(cfg Config, db *metastore.DB, images Images, sandboxes Sandboxes, log *
 	if cfg.Tracer == nil {
 		cfg.Tracer = noTracer{}
 	}
+	watching, endWatch := context.WithCancel(context.Background())
 	return &Manager{
 		cfg: cfg, db: db, log: log, images: images, sandboxes: sandboxes,
 		names: namereserve.New(), byID: map[string]*entry{},
-		closed: make(chan struct{}),
+		closed: make(chan struct{}), watching: watching, endWatch: endWatch,
 	}
 }
 
@@ -234,7 +239,7 @@ func (m *Manager) hierarchies() (cgroupfs.Hierarchies, error) {
 // an exit in the metadata store once the daemon closes it. Containers and
 // their monitors keep running; the next daemon's Restore adopts them.
 func (m *Manager) Close() {
-	m.closeOnce.Do(func() { close(m.closed) })
+	m.closeOnce.Do(func() { close(m.closed); m.endWatch() })
 	// The records written behind their changes reach the store before it
 	// closes, rather than being left to the next start to work out.
 	m.writesBehind.Wait()
@@ -322,6 +327,19 @@ func (m *Manager) List() []Container {
 	for i, e := range entries {
 		out[i] = e.c
 	}
+	return out
+}
+
+// InSandbox returns the containers of the sandbox, oldest first, from
+// the sandbox's index: its cost is the pod's containers, not the node's.
+func (m *Manager) InSandbox(sandboxID string) []Container {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Container, 0, len(m.bySandbox[sandboxID]))
+	for _, e := range m.bySandbox[sandboxID] {
+		out = append(out, e.c)
+	}
+	slices.SortFunc(out, func(a, b Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out
 }
 

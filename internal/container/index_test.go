@@ -3,6 +3,7 @@ package container
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestIdsInSandboxIndex: a sandbox's containers are found from its own
@@ -32,5 +33,30 @@ func TestIdsInSandboxIndex(t *testing.T) {
 	check("pod-a")
 	if len(m.bySandbox) != 0 || len(m.byID) != 0 {
 		t.Errorf("after every container went: bySandbox %v, byID %v; want both empty", m.bySandbox, m.byID)
+	}
+}
+
+// TestInSandbox: a sandbox's containers, oldest first, and none of
+// another's.
+func TestInSandbox(t *testing.T) {
+	m := &Manager{byID: map[string]*entry{}}
+	now := time.Now()
+	for i, c := range []Container{
+		{ID: "a2", SandboxID: "pod-a"},
+		{ID: "b1", SandboxID: "pod-b"},
+		{ID: "a1", SandboxID: "pod-a"},
+	} {
+		c.CreatedAt = now.Add(-time.Duration(i) * time.Second)
+		m.index(&entry{c: c})
+	}
+	var got []string
+	for _, c := range m.InSandbox("pod-a") {
+		got = append(got, c.ID)
+	}
+	if want := []string{"a1", "a2"}; !slices.Equal(got, want) {
+		t.Errorf("InSandbox(pod-a) = %q, want %q", got, want)
+	}
+	if got := m.InSandbox("pod-none"); len(got) != 0 {
+		t.Errorf("InSandbox(pod-none) = %v, want none", got)
 	}
 }

@@ -152,16 +152,7 @@ func (m *Manager) waitMonitor(id string) (monitor.Exit, error) {
 	if exit, ok, err := monitor.ReadExit(m.exitFile(id)); err != nil || ok {
 		return exit, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-m.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return monitor.WaitExit(ctx, m.socket(id), m.exitFile(id))
+	return monitor.WaitExit(m.watching, m.socket(id), m.exitFile(id))
 }
 
 func (m *Manager) recordExit(e *entry, exit monitor.Exit) {

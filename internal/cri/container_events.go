@@ -44,9 +44,10 @@ func (s *Server) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream runti
 // podSource is where responses are built from: the live sandbox and
 // container managers, or fakes in tests.
 type podSource struct {
-	sandbox    func(id string) (sandbox.Sandbox, error)
-	sandboxes  func() []sandbox.Sandbox
-	containers func() []container.Container
+	sandbox   func(id string) (sandbox.Sandbox, error)
+	sandboxes func() []sandbox.Sandbox
+	// inSandbox is a sandbox's containers, oldest first.
+	inSandbox func(sandboxID string) []container.Container
 }
 
 // eventStream builds the responses of one GetContainerEvents call.
@@ -123,10 +124,9 @@ func (es *eventStream) response(ev lifecycle.Event) *runtimeapi.ContainerEventRe
 		CreatedAt:          ev.At.UnixNano(),
 		PodSandboxStatus:   sb,
 	}
-	for _, c := range es.pods.containers() {
-		if c.SandboxID == ev.SandboxID {
-			resp.ContainersStatuses = append(resp.ContainersStatuses, containerStatus(c))
-		}
+	// The pod's containers only: an event costs the pod, not the node.
+	for _, c := range es.pods.inSandbox(ev.SandboxID) {
+		resp.ContainersStatuses = append(resp.ContainersStatuses, containerStatus(c))
 	}
 	return resp
 }

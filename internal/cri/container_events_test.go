@@ -59,10 +59,16 @@ func (f *fakePods) source() podSource {
 			}
 			return out
 		},
-		containers: func() []container.Container {
+		inSandbox: func(sandboxID string) []container.Container {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			return append([]container.Container(nil), f.containers...)
+			var out []container.Container
+			for _, c := range f.containers {
+				if c.SandboxID == sandboxID {
+					out = append(out, c)
+				}
+			}
+			return out
 		},
 	}
 }

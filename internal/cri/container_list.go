@@ -93,10 +93,9 @@ type listEntryCache struct {
 }
 
 type listEntry struct {
-	sandboxID string
-	state     runtimeapi.ContainerState
-	wire      []byte
-	seen      atomic.Uint64
+	state runtimeapi.ContainerState
+	wire  []byte
+	seen  atomic.Uint64
 }
 
 // seen marks id's entry, if any, as listed in generation gen.
@@ -121,7 +120,7 @@ func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerSt
 	}
 	wire := protowire.AppendTag(make([]byte, 0, len(b)+8), 1, protowire.BytesType)
 	wire = protowire.AppendBytes(wire, b)
-	e := &listEntry{sandboxID: c.SandboxID, state: state, wire: wire}
+	e := &listEntry{state: state, wire: wire}
 	e.seen.Store(gen)
 	l.byID.Store(c.ID, e)
 	return wire, nil
@@ -131,15 +130,13 @@ func (l *listEntryCache) get(c container.Container, state runtimeapi.ContainerSt
 // no more after a teardown would keep it until the next pruning.
 func (l *listEntryCache) forget(id string) { l.byID.Delete(id) }
 
-// forgetSandbox drops the entries of the sandbox's containers, removed
-// with it.
-func (l *listEntryCache) forgetSandbox(sandboxID string) {
-	l.byID.Range(func(id, v any) bool {
-		if v.(*listEntry).sandboxID == sandboxID {
-			l.byID.Delete(id)
-		}
-		return true
-	})
+// forgetAll drops the entries of the containers ids (a sandbox's, removed
+// with it). The caller names them, from the sandbox's index, rather than
+// this ranging over the node's entries at every pod's removal.
+func (l *listEntryCache) forgetAll(ids []string) {
+	for _, id := range ids {
+		l.byID.Delete(id)
+	}
 }
 
 // prune forgets the entries whose containers the list of generation gen

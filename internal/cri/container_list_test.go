@@ -23,7 +23,7 @@ func TestListEntriesOfRemovedContainersGo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l.forgetSandbox("a")
+	l.forgetAll([]string{"a1", "a2"})
 	l.forget("b2")
 	var left []string
 	l.byID.Range(func(id, _ any) bool { left = append(left, id.(string)); return true })

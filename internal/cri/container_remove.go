@@ -12,9 +12,12 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 	if req.GetContainerId() == "" {
 		return nil, invalid("container_id is empty")
 	}
+	id := req.GetContainerId()
+	if c, err := s.containers.Get(id); err == nil {
+		id = c.ID // a prefix's full id, whose entry goes
+	}
 	err := s.containers.Remove(ctx, req.GetContainerId())
-	// A prefix of an id leaves its entry to the next pruning.
-	s.listEntries.forget(req.GetContainerId())
+	s.listEntries.forget(id)
 	if err != nil {
 		return nil, err
 	}

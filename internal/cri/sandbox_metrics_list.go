@@ -17,6 +17,7 @@ import (
 // /metrics/cadvisor. Like ListPodSandboxStats, a pod whose figures cannot
 // all be read is reported with what could be, and the reason logged.
 func (s *Server) ListPodSandboxMetrics(ctx context.Context, _ *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
+	defer s.usage.ForgetGone()
 	byPod := s.containersBySandbox()
 	resp := &runtimeapi.ListPodSandboxMetricsResponse{}
 	for _, sb := range s.sandboxes.List() {

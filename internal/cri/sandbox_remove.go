@@ -18,8 +18,12 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	if err != nil {
 		return nil, err
 	}
+	var ids []string
+	for _, c := range s.containers.InSandbox(sb.ID) {
+		ids = append(ids, c.ID)
+	}
 	err = s.containers.RemoveInSandbox(ctx, sb.ID)
-	s.listEntries.forgetSandbox(sb.ID)
+	s.listEntries.forgetAll(ids)
 	if err != nil {
 		return nil, fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
 	}

@@ -23,7 +23,7 @@ func (s *Server) PodSandboxStats(ctx context.Context, req *runtimeapi.PodSandbox
 	if sb.State != sandbox.Ready {
 		return nil, fmt.Errorf("sandbox %s is %s, not ready: %w", sb.ID, sb.State, errdefs.ErrFailedPrecondition)
 	}
-	ctrs := s.containersBySandbox()[sb.ID]
+	ctrs := s.containers.InSandbox(sb.ID)
 	u, err := s.usage.Pod(ctx, sb, ctrs)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,11 @@ func (s *Server) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListPo
 	if err := checkSandboxStatsFilter(f); err != nil {
 		return nil, err
 	}
+	if f == nil {
+		// As ListContainerStats: a kubelet that reads its stats from
+		// the CRI lists pods unfiltered, periodically.
+		defer s.usage.ForgetGone()
+	}
 	byPod := s.containersBySandbox()
 	resp := &runtimeapi.ListPodSandboxStatsResponse{}
 	for _, sb := range s.sandboxes.List() {

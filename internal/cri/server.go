@@ -126,7 +126,7 @@ func New(cfg Config) *Server {
 		usage:       cfg.Usage,
 		events:      cfg.Events,
 		rpcs:        cfg.RPCs,
-		pods:        podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, containers: cfg.Containers.List},
+		pods:        podSource{sandbox: cfg.Sandboxes.Get, sandboxes: cfg.Sandboxes.List, inSandbox: cfg.Containers.InSandbox},
 		log:         cfg.Log,
 	}
 }

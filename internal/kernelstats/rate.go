@@ -56,3 +56,10 @@ func (r *Rates) Keep(live func(key string) bool) {
 		}
 	}
 }
+
+// Len is the number of keys with a point.
+func (r *Rates) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.last)
+}

@@ -12,9 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/crib-dev/crib/internal/ociruntime"
+	"github.com/crib-dev/crib/internal/reap"
 )
 
 // reapTimeout bounds how long Start waits for a monitor that reported a
@@ -107,49 +106,9 @@ func spawn(self string, args []string, stderr, childEnd, conn *os.File) (*proces
 		return nil, err
 	}
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, conn: conn, done: make(chan struct{})}
-	reapInBackground(cmd, p.done)
+	// Without a thread blocked in wait for the container's life.
+	reap.InBackground(cmd, p.done)
 	return p, nil
-}
-
-// reapInBackground reaps cmd's process once it exits and then closes done.
-// It waits on a pidfd in the Go runtime's poller, not in a wait call: that
-// would hold an OS thread for each monitor, one per container, for the
-// container's whole life.
-func reapInBackground(cmd *exec.Cmd, done chan struct{}) {
-	waitInThread := func() {
-		go func() {
-			_ = cmd.Wait()
-			close(done)
-		}()
-	}
-	fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		waitInThread() // Linux before 5.10
-		return
-	}
-	pidfd := os.NewFile(uintptr(fd), "pidfd")
-	rc, err := pidfd.SyscallConn()
-	if err != nil {
-		pidfd.Close()
-		waitInThread()
-		return
-	}
-	go func() {
-		defer pidfd.Close()
-		// The pidfd is non-blocking: waitid reaps the process if it has
-		// exited and says EAGAIN if not, and the poller calls again once
-		// the pidfd is readable, which it becomes when the process exits.
-		err := rc.Read(func(fd uintptr) bool {
-			var info unix.Siginfo
-			return unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED, nil) != unix.EAGAIN
-		})
-		if err != nil {
-			waitInThread()
-			return
-		}
-		_ = cmd.Process.Release()
-		close(done)
-	}()
 }
 
 // await reads the monitor's report on the container's creation.

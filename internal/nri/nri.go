@@ -324,9 +324,14 @@ func (n *NRI) RemoveContainer(ctx context.Context, c container.Container) {
 	if err := n.r.RemoveContainer(ctx, &nri.RemoveContainerRequest{Pod: pod, Container: ctr}); err != nil {
 		n.log.Warn("RemoveContainer", "container", c.ID, "err", err)
 	}
+	n.forget(c.ID)
+}
+
+// forget drops what is kept of the container id.
+func (n *NRI) forget(id string) {
 	n.mu.Lock()
-	delete(n.stopped, c.ID)
-	delete(n.specs, c.ID)
+	delete(n.stopped, id)
+	delete(n.specs, id)
 	n.mu.Unlock()
 }
 
@@ -367,6 +372,15 @@ func (n *NRI) describe(c container.Container) (*nri.PodSandbox, *nri.Container) 
 		}
 		kept = containerOf(c, spec)
 		n.keep(c.ID, kept)
+		if n.ctrs != nil {
+			if _, err := n.ctrs.Get(c.ID); errdefs.IsNotFound(err) {
+				// Removed meanwhile (a plugin's sync lists the
+				// containers as they go): its RemoveContainer may
+				// have come before the keep. Checked after it, so
+				// that one of the two drops it.
+				n.forget(c.ID)
+			}
+		}
 	}
 	return pod, withState(kept, c)
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	children "github.com/crib-dev/crib/internal/reap"
 )
 
 // isolateEnv tells a pause started by Isolate to leave the host's file
@@ -120,11 +122,12 @@ func emptyRoot() error {
 }
 
 // Collect returns the pid of a started pause and collects the process
-// when it dies while this daemon runs; after a daemon restart init
-// collects it instead.
+// when it dies while this daemon runs, without a thread waiting for it for
+// the pod's life (reap); after a daemon restart init collects it instead.
 func Collect(cmd *exec.Cmd) int {
-	go func() { _ = cmd.Wait() }()
-	return cmd.Process.Pid
+	pid := cmd.Process.Pid
+	children.InBackground(cmd, nil)
+	return pid
 }
 
 // Find returns the pids of the pause processes of sandboxID.

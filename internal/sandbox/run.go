@@ -282,7 +282,7 @@ func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string,
 		// Its namespaces are pinned: it has done its job. It is collected
 		// off the pod's critical path.
 		_ = cmd.Process.Kill()
-		go func() { _ = cmd.Wait() }()
+		pause.Collect(cmd)
 		return pinned, nil
 	}
 	s.PausePid = pause.Collect(cmd)

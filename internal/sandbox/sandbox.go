@@ -136,7 +136,8 @@ type Manager struct {
 
 	mu   sync.RWMutex
 	byID map[string]*Sandbox
-	// locks serialise Stop and Remove of one sandbox.
+	// locks serialise Stop and Remove of one sandbox; Remove deletes
+	// the sandbox's.
 	locks sync.Map
 }
 

@@ -173,6 +173,7 @@ func TestRunStopRemove(t *testing.T) {
 		_ = m.Remove(ctx, s.ID)
 	}
 	assertNothingLeft(t, dir)
+	assertNothingHeld(t, m)
 }
 
 func TestNetworkAttachedOnce(t *testing.T) {
@@ -330,6 +331,7 @@ func TestConcurrentStopRemove(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	assertNothingHeld(t, m)
 	db.Close()
 	m, db = newManager(t, dir)
 	defer db.Close()
@@ -337,4 +339,18 @@ func TestConcurrentStopRemove(t *testing.T) {
 		t.Errorf("sandboxes after a restart: %d, want none", len(got))
 	}
 	assertNothingLeft(t, dir)
+}
+
+// assertNothingHeld fails if m keeps anything in memory of a sandbox once
+// every sandbox is removed.
+func assertNothingHeld(t *testing.T, m *Manager) {
+	t.Helper()
+	locks := 0
+	m.locks.Range(func(any, any) bool { locks++; return true })
+	m.mu.RLock()
+	byID := len(m.byID)
+	m.mu.RUnlock()
+	if locks != 0 || byID != 0 {
+		t.Errorf("after every sandbox is removed: %d locks, %d sandboxes held, want none", locks, byID)
+	}
 }

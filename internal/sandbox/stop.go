@@ -79,6 +79,10 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	}
 	m.mu.Lock()
 	delete(m.byID, s.ID)
+	// The lock goes with the sandbox: a call waiting on it finds the
+	// sandbox gone once it gets it, and one that comes later makes a new
+	// lock and finds the same (ids are never reused).
+	m.locks.Delete(s.ID)
 	if s.State == Ready {
 		// Removed without a Stop: it stopped all the same.
 		m.publish(lifecycle.Stopped, s.ID)
@@ -105,11 +109,15 @@ func (m *Manager) locked(id string) (*Sandbox, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	unlock := m.lock(s.ID)
-	s, err = m.Get(s.ID)
+	full := s.ID
+	unlock := m.lock(full)
+	s, err = m.Get(full)
 	if err != nil {
 		unlock()
 		if errdefs.IsNotFound(err) {
+			// Removed while this call waited, or before it took the
+			// lock, which it may then have made anew: it goes too.
+			m.locks.Delete(full)
 			return nil, nil, nil
 		}
 		return nil, nil, err

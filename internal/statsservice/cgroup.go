@@ -31,7 +31,7 @@ func (s *Service) readCgroup(ctx context.Context, key, cgroupsPath string) (*Cgr
 	}
 	cg := &Cgroup{Sample: smp}
 	if smp.CPU != nil {
-		cg.NanoCores, cg.HasRate = s.cpuRates.Rate(key, kernelstats.CPUPoint{Time: smp.Time, UsageNanos: smp.CPU.UsageNanos})
+		cg.NanoCores, cg.HasRate = s.cpuRate(key, kernelstats.CPUPoint{Time: smp.Time, UsageNanos: smp.CPU.UsageNanos})
 	}
 	return cg, nil
 }

@@ -1,6 +1,8 @@
 package statsservice
 
 import (
+	"sync/atomic"
+
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/image"
 	"github.com/crib-dev/crib/internal/kernelstats"
@@ -45,6 +47,25 @@ type Service struct {
 	// cpuRates holds the previous CPU reading of each container and pod,
 	// keyed by id.
 	cpuRates kernelstats.Rates
+	// liveRates is how many of cpuRates were live at the last ForgetGone:
+	// a reading that takes cpuRates past twice that forgets the gone, so
+	// that the readings of removed pods do not accumulate whichever stats
+	// calls a client makes.
+	liveRates atomic.Int64
+}
+
+// ratesSlack is how far past twice the live readings cpuRates may grow
+// before a reading forgets the gone ones.
+const ratesSlack = 64
+
+// cpuRate records cur as key's CPU reading and returns the rate since the
+// previous one.
+func (s *Service) cpuRate(key string, cur kernelstats.CPUPoint) (uint64, bool) {
+	rate, ok := s.cpuRates.Rate(key, cur)
+	if int64(s.cpuRates.Len()) > 2*s.liveRates.Load()+ratesSlack {
+		s.ForgetGone()
+	}
+	return rate, ok
 }
 
 // New returns a Service over the given parts; it does no I/O.
@@ -67,4 +88,5 @@ func (s *Service) ForgetGone() {
 		_, err := s.sandboxes.Get(id)
 		return err == nil
 	})
+	s.liveRates.Store(int64(s.cpuRates.Len()))
 }

@@ -163,3 +163,35 @@ func TestForgetGoneRates(t *testing.T) {
 		t.Error("a forgotten container's next reading has a rate from before")
 	}
 }
+
+// TestRatesOfRemovedContainersBounded: the readings of removed containers
+// do not accumulate when the client never makes the call that forgets them
+// (the kubelet's unfiltered ListContainerStats): the readings kept stay
+// within twice the live ones and a slack.
+func TestRatesOfRemovedContainersBounded(t *testing.T) {
+	cgroups, layers := t.TempDir(), t.TempDir()
+	parts := &fakeParts{root: layers, containers: map[string]container.Container{}}
+	svc := New(Config{Cgroups: kernelstats.Config{Root: cgroups, Unified: true}}, parts, fakeSandboxes{}, noImages{})
+	ctx := context.Background()
+	const live = 10
+	for i := range 1000 {
+		id := fmt.Sprintf("c%d", i)
+		c := container.Container{ID: id, SandboxID: "pod", State: container.Running}
+		parts.containers[id] = c
+		writeCgroupV2(t, filepath.Join(cgroups, id), 1000)
+		if _, err := svc.Container(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if i >= live {
+			// One created, one removed: live stays at ten.
+			delete(parts.containers, fmt.Sprintf("c%d", i-live))
+		}
+	}
+	if n, most := svc.cpuRates.Len(), 2*live+ratesSlack+1; n > most {
+		t.Errorf("%d readings kept for %d live containers, want at most %d", n, live, most)
+	}
+	svc.ForgetGone()
+	if n := svc.cpuRates.Len(); n != live {
+		t.Errorf("%d readings kept after ForgetGone, want %d", n, live)
+	}
+}
