@@ -151,9 +151,8 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 	// Records are written once no more output is waiting in the buffer, or
 	// a batch is full: one write call for a burst of lines, each record as
 	// soon as it is read when the output comes slowly.
-	emit := func(tag byte, content []byte, last bool) {
-		b.add(stream, tag, content)
-		if !last && len(b.buf) < maxBatch && recordBuffered(br) {
+	flush := func() {
+		if len(b.buf) == 0 {
 			return
 		}
 		if err := l.write(&b); err != nil && !failed {
@@ -165,9 +164,13 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 			b = batch{} // a long line's buffer is not kept
 		}
 	}
-	// inLine: the last record was partial, so a line is open until a full
-	// record ends it, even an empty one when the output stops right there.
-	inLine := false
+	emit := func(tag byte, content []byte) {
+		b.add(stream, tag, content)
+		if len(b.buf) < maxBatch && recordBuffered(br) {
+			return
+		}
+		flush()
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {
@@ -176,15 +179,19 @@ func (l *logFile) copyStream(r io.Reader, stream string, onErr func(error)) {
 			if n := len(line); n > 0 && line[n-1] == '\r' {
 				line = line[:n-1]
 			}
-			emit(tagFull, line, false)
-			inLine = false
+			emit(tagFull, line)
 		case errors.Is(err, bufio.ErrBufferFull):
-			emit(tagPartial, line, false)
-			inLine = true
+			emit(tagPartial, line)
 		default:
-			if len(line) > 0 || inLine {
-				emit(tagFull, line, true)
+			// Output that ends without a newline ends with a partial
+			// record, as containerd and conmon write it: the kubelet's
+			// reader adds a newline after full records only, so a
+			// container's last words "DONE" (a termination message
+			// taken from the log) stay "DONE", not "DONE\n".
+			if len(line) > 0 {
+				b.add(stream, tagPartial, line)
 			}
+			flush()
 			return
 		}
 	}

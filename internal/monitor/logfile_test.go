@@ -22,10 +22,13 @@ func TestCopyStreamRecords(t *testing.T) {
 		{"lines", "a\nb\n", []string{ts + " stdout F a", ts + " stdout F b"}},
 		{"empty line", "\n", []string{ts + " stdout F "}},
 		{"crlf", "a\r\n", []string{ts + " stdout F a"}},
-		{"unterminated tail", "a\nb", []string{ts + " stdout F a", ts + " stdout F b"}},
+		// Output that stops mid-line ends with a partial record, as
+		// containerd writes it: the kubelet adds no newline after it.
+		{"unterminated tail", "a\nb", []string{ts + " stdout F a", ts + " stdout P b"}},
+		{"exactly max, unterminated", long, []string{ts + " stdout P " + long}},
 		{"exactly max", long + "\n", []string{ts + " stdout P " + long, ts + " stdout F "}},
 		{"longer than max", long + "yz\n", []string{ts + " stdout P " + long, ts + " stdout F yz"}},
-		{"two chunks, unterminated", long + long + "q", []string{ts + " stdout P " + long, ts + " stdout P " + long, ts + " stdout F q"}},
+		{"two chunks, unterminated", long + long + "q", []string{ts + " stdout P " + long, ts + " stdout P " + long, ts + " stdout P q"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
