@@ -623,9 +623,10 @@ run_suite() {
 	while read -r p; do
 		if [ -n "$p" ] && [ -x "$p/systemd-run" ]; then
 			n=$((n + 1))
-			mkdir -p "$D/path/$n"
-			ln -s "$p"/* "$D/path/$n/" && rm "$D/path/$n/systemd-run" || die "cannot make a PATH without systemd-run"
-			p=$D/path/$n
+			# One set per runtime: the baseline's run comes after crib's.
+			mkdir -p "$D/path/$rt-$n"
+			ln -s "$p"/* "$D/path/$rt-$n/" && rm "$D/path/$rt-$n/systemd-run" || die "cannot make a PATH without systemd-run"
+			p=$D/path/$rt-$n
 		fi
 		dirs+=("$p")
 	done < <(echo "$PATH" | tr ':' '\n')
