@@ -465,10 +465,49 @@ remove_cri_pods() {
 	done
 }
 
+# With systemd (the VM), a runtime runs as a service of its own, as on a
+# node: the suite's Serial specs find the unit of the runtime's pid and stop
+# and start it over D-Bus, which must not be the unit of this script.
+# start_unit UNIT LOG PIDFILE CMD... writes /run/systemd/system/UNIT and
+# starts it; the pid file follows the service's main pid across restarts.
+# KillMode=process, as containerd.service: stopping the runtime leaves its
+# containers' monitors running.
+start_unit() {
+	local unit=$1 logf=$2 pidf=$3
+	shift 3
+	cat >"/run/systemd/system/$unit" <<-EOF
+	[Unit]
+	Description=node-e2e.sh's runtime ($*)
+	[Service]
+	Type=simple
+	Environment=PATH=$PATH
+	ExecStart=$*
+	ExecStartPost=/bin/sh -c 'echo \$MAINPID >$pidf'
+	StandardOutput=append:$logf
+	StandardError=append:$logf
+	KillMode=process
+	Delegate=yes
+	Restart=no
+	EOF
+	systemctl daemon-reload && systemctl start "$unit" || die "systemctl start $unit failed: $(systemctl status "$unit" 2>&1 | tail -5)"
+	for _ in $(seq 50); do [ -s "$pidf" ] && break; sleep 0.1; done
+}
+
+# stop_unit UNIT stops it and removes its file.
+stop_unit() {
+	[ -f "/run/systemd/system/$1" ] || return 0
+	systemctl stop "$1" 2>/dev/null
+	systemctl reset-failed "$1" 2>/dev/null
+	rm -f "/run/systemd/system/$1"
+	systemctl daemon-reload
+}
+
 stop_crib() {
 	local -
 	set +e # undoing goes on past what fails
 	[ -n "$daemon_pid" ] || return 0
+	# A spec may have restarted the service: its pid is in the pid file.
+	[ $CGROUP_DRIVER = systemd ] && daemon_pid=$(cat "$D/crib.pid" 2>/dev/null)
 	if kill -0 "$daemon_pid" 2>/dev/null; then
 		remove_cri_pods "unix://$D/crib/state/crib.sock"
 		kill "$daemon_pid" 2>/dev/null
@@ -476,6 +515,7 @@ stop_crib() {
 		kill -0 "$daemon_pid" 2>/dev/null && { log "WARNING: crib survived SIGTERM for 30s; SIGKILL"; kill -9 "$daemon_pid"; }
 	fi
 	daemon_pid=
+	[ $CGROUP_DRIVER = systemd ] && stop_unit crib-node-e2e.service
 	ip link del cribe2e0 2>/dev/null || true
 	awk -v d="$D/crib/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
 		log "WARNING: unmounting leftover $m"
@@ -554,7 +594,8 @@ leftovers() {
 		index($2, d) == 1 || index($2, c) == 1 || index($2, "/run/crib-node-e2e/") == 1 {print "mount " $2}' /proc/self/mounts
 	for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do [ -d "$h$CG" ] && echo "cgroup $h$CG"; done
 	if [ $CGROUP_DRIVER = systemd ]; then
-		systemctl list-units --all --plain --no-legend 'kubelet-*.service' 'kubepods*' | awk '{print "systemd unit " $1}'
+		systemctl list-units --all --plain --no-legend 'kubelet-*.service' 'kubepods*' crib-node-e2e.service ctrd-node-e2e.service |
+			awk '{print "systemd unit " $1}'
 	fi
 	for l in cribe2e0 e2ectrd0; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
 	for ipt in iptables ip6tables; do
@@ -648,9 +689,15 @@ start_crib() {
 		EOF
 		for h in $MIRRORED_HOSTS; do printf '\n[registries."%s"]\nmirrors = ["http://%s"]\n' "$h" "$REGISTRY_ADDR"; done
 	} >"$D/crib.toml"
-	setsid "$D/bin/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
-	daemon_pid=$!
-	echo "$daemon_pid" >"$D/crib.pid"
+	if [ $CGROUP_DRIVER = systemd ]; then
+		: >"$OUT/crib-daemon.log"
+		start_unit crib-node-e2e.service "$OUT/crib-daemon.log" "$D/crib.pid" "$D/bin/crib" daemon --config "$D/crib.toml"
+		daemon_pid=$(cat "$D/crib.pid")
+	else
+		setsid "$D/bin/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
+		daemon_pid=$!
+		echo "$daemon_pid" >"$D/crib.pid"
+	fi
 	for _ in $(seq 150); do
 		crictl -r "unix://$D/crib/state/crib.sock" version >/dev/null 2>&1 && break
 		kill -0 "$daemon_pid" 2>/dev/null || die "crib daemon exited: $(tail -20 "$OUT/crib-daemon.log")"
@@ -690,8 +737,9 @@ containerd_systemd() {
 	sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' "$dir/etc/config.toml"
 	grep -q 'SystemdCgroup = true' "$dir/etc/config.toml" || die "no SystemdCgroup in $dir/etc/config.toml"
 	# The shim is looked up in PATH, beside the binary as the kit does.
-	PATH="$(dirname "$bin"):$PATH" setsid "$bin" --config "$dir/etc/config.toml" >>"$dir/containerd.log" 2>&1 </dev/null &
-	echo $! >"$PIDFILE"
+	PATH="$(dirname "$bin"):$PATH" start_unit ctrd-node-e2e.service "$dir/containerd.log" "$PIDFILE" "$bin" --config "$dir/etc/config.toml"
+	# containerd-down.sh stops it by its pid file, then the unit goes.
+	runtime_down+="; stop_unit ctrd-node-e2e.service"
 	ready() {
 		crictl -r "$ENDPOINT" info 2>/dev/null | jq -e '[.status.conditions[] |
 			select((.type == "RuntimeReady" or .type == "NetworkReady") and .status == true)] | length == 2' >/dev/null
