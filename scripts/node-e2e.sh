@@ -26,6 +26,12 @@
 #   --build-only         build (or find in the cache) binaries and images, stop
 #   --images-only        build and push the images alone (agnhost must be built)
 #   --out DIR            where reports go (default $CACHE/reports/DATE)
+#   --vm-guest           (set by scripts/node-e2e-vm.sh, which runs this in
+#                        scripts/vm.sh's guest) nothing is built: the binaries
+#                        come from the cache shared read-only, crib from PATH,
+#                        the images from the registry; the kubelet runs under
+#                        systemd-run with the systemd cgroup driver, cgroup
+#                        root / (kubepods.slice), on cgroup v2
 # Environment:
 #   NODE_E2E_VERSION     Kubernetes release of the suite and kubelet (v1.37.2)
 #   CRIB_NODE_E2E_CACHE  binaries, module, rootfs, reports (/var/cache/crib-node-e2e)
@@ -33,6 +39,7 @@
 #   CRI_CONFORMANCE_DIR  the conformance kit (default ../shared/conformance)
 #   REBUILD_IMAGES=1     push the suite's images again even when the registry has them
 #   KEEP=1               keep the run's temp dir (crib's log, configs)
+#   GOMODCACHE           where the release's source is read (default: go env)
 #
 # What is built, once, into the cache (at nice 19: see scripts/lib/k8s-build.sh):
 # - e2e_node.test (`go test -c k8s.io/kubernetes/test/e2e_node` in a wrapper
@@ -86,7 +93,7 @@ export PATH=$PATH:/usr/local/go/bin
 log() { printf '[%s] node-e2e: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
-FOCUS='' SKIP='' SAMPLE='' SERIAL=0 BASELINE='' ONLY_BASELINE=0 PROCS=2 LABEL_FILTER='' BUILD_ONLY=0 OUT=''
+FOCUS='' SKIP='' SAMPLE='' SERIAL=0 BASELINE='' ONLY_BASELINE=0 PROCS=2 LABEL_FILTER='' BUILD_ONLY=0 OUT='' VM_GUEST=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--focus) FOCUS=$2; shift 2 ;;
@@ -100,6 +107,7 @@ while [ $# -gt 0 ]; do
 	--build-only) BUILD_ONLY=1; shift ;;
 	--images-only) BUILD_ONLY=2; shift ;;
 	--out) OUT=$2; shift 2 ;;
+	--vm-guest) VM_GUEST=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/!s/^# \{0,1\}//p}' "$0"; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -118,7 +126,17 @@ fi
 [ $SERIAL = 0 ] || PROCS=1
 
 [ "$(id -u)" = 0 ] || die "run as root"
-for c in go jq curl crictl iptables debootstrap; do command -v "$c" >/dev/null || die "$c is not installed"; done
+tools=(jq curl crictl iptables)
+[ $VM_GUEST = 1 ] && tools+=(crib crib-monitor systemd-run systemctl) || tools+=(go debootstrap)
+for c in "${tools[@]}"; do command -v "$c" >/dev/null || die "$c is not installed"; done
+if [ $VM_GUEST = 1 ]; then
+	[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] && [ "$(cat /proc/1/comm)" = systemd ] ||
+		die "--vm-guest: needs cgroup v2 and systemd as PID 1"
+	[ $BUILD_ONLY = 0 ] || die "--vm-guest builds nothing"
+	# Debian's containerd is not in the VM's image; the kit's 2.x is in
+	# the shared /var/lib/cri-conformance.
+	[ "$BASELINE" != containerd ] || die "--vm-guest: the baseline is containerd2 (the VM has no Debian containerd)"
+fi
 
 BIN=$CACHE/$VERSION
 MOD=$CACHE/mod-$VERSION
@@ -300,8 +318,23 @@ if [ $BUILD_ONLY = 2 ]; then
 	build_images
 	exit 0
 fi
-build_binaries
-build_images
+# check_prebuilt: in the guest, what the host built must be there.
+check_prebuilt() {
+	local b r
+	for b in e2e_node.test ginkgo kubelet; do
+		[ -x "$BIN/$b" ] || die "no $BIN/$b: build it on the host (scripts/node-e2e.sh --build-only)"
+	done
+	registry_up || die "no registry on $REGISTRY_ADDR"
+	for r in registry.k8s.io/e2e-test-images/agnhost:2.66.1 registry.k8s.io/e2e-test-images/busybox:1.37.0-2 registry.k8s.io/pause:3.10.2; do
+		image_present "$r" || die "the registry has no $r: push the images on the host (scripts/node-e2e.sh --images-only)"
+	done
+}
+if [ $VM_GUEST = 1 ]; then
+	check_prebuilt
+else
+	build_binaries
+	build_images
+fi
 [ $BUILD_ONLY = 1 ] && { log "built: $(ls "$BIN" | tr '\n' ' ')"; exit 0; }
 
 # select_sample writes $OUT/sample.txt, the texts of the sampled specs, and
@@ -328,7 +361,7 @@ select_sample() {
 	# specs pass only together. A container is Ordered when the line
 	# declaring it says so (the source is in the module cache).
 	local modcache loc file line
-	modcache=$(go env GOMODCACHE)
+	modcache=${GOMODCACHE:-$(go env GOMODCACHE)}
 	for loc in $(cut -f4 "$dry/all.tsv" | tr ' ' '\n' | sort -u); do
 		file=${loc%:*} line=${loc##*:}
 		sed -n "${line}p" "$modcache/$file" 2>/dev/null | grep -q '\bOrdered\b' && echo "$loc"
@@ -374,7 +407,17 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=${OUT:-$CACHE/reports/$STAMP}
 mkdir -p "$OUT"
 D=$(mktemp -d /tmp/crib-node-e2e.XXXXXX)
-CG=kubepods
+CG=kubepods CGROUP_DRIVER=cgroupfs
+if [ $VM_GUEST = 1 ]; then
+	# The suite writes its kubeconfig, kubelet config and static pod
+	# directory beside its binary and finds the kubelet there: a directory
+	# of links to the read-only shared ones.
+	mkdir -p "$D/e2e-bin"
+	for b in e2e_node.test ginkgo kubelet; do ln -s "$(readlink -f "$BIN/$b")" "$D/e2e-bin/$b"; done
+	BIN=$D/e2e-bin
+	# The kubelet's pods under kubepods.slice, as on a systemd node.
+	CG=kubepods.slice CGROUP_DRIVER=systemd
+fi
 SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 declare -A SAVED_SYSCTL=()
 for s in "${SYSCTLS[@]}"; do SAVED_SYSCTL[$s]=$(cat "/proc/sys/$s"); done
@@ -412,22 +455,63 @@ kill_ours() {
 	kill -9 "${pids[@]}" 2>/dev/null || true
 }
 
-# remove_cri_pods stops and removes every pod of the runtime at endpoint $1.
+# remove_cri_pods stops and removes every pod of the runtime at endpoint $1
+# (crictl's default 2 s is too short in the VM: a runtime ends the CNI DEL
+# its caller gave up on).
 remove_cri_pods() {
 	local -
 	set +e # undoing goes on past what fails
 	local p left
 	left=$(crictl -r "$1" pods -q 2>/dev/null) || return 0
 	for p in $left; do
-		crictl -r "$1" stopp "$p" >/dev/null 2>&1
-		crictl -r "$1" rmp -f "$p" >/dev/null 2>&1 || log "WARNING: could not remove pod $p"
+		crictl -r "$1" -t 60s stopp "$p" >/dev/null 2>&1
+		crictl -r "$1" -t 60s rmp -f "$p" >/dev/null 2>&1 || log "WARNING: could not remove pod $p"
 	done
+}
+
+# With systemd (the VM), a runtime runs as a service of its own, as on a
+# node: the suite's Serial specs find the unit of the runtime's pid and stop
+# and start it over D-Bus, which must not be the unit of this script.
+# start_unit UNIT LOG PIDFILE CMD... writes /run/systemd/system/UNIT and
+# starts it; the pid file follows the service's main pid across restarts.
+# KillMode=process, as containerd.service: stopping the runtime leaves its
+# containers' monitors running.
+start_unit() {
+	local unit=$1 logf=$2 pidf=$3
+	shift 3
+	cat >"/run/systemd/system/$unit" <<-EOF
+	[Unit]
+	Description=node-e2e.sh's runtime ($*)
+	[Service]
+	Type=simple
+	Environment=PATH=$PATH
+	ExecStart=$*
+	ExecStartPost=/bin/sh -c 'echo \$MAINPID >$pidf'
+	StandardOutput=append:$logf
+	StandardError=append:$logf
+	KillMode=process
+	Delegate=yes
+	Restart=no
+	EOF
+	systemctl daemon-reload && systemctl start "$unit" || die "systemctl start $unit failed: $(systemctl status "$unit" 2>&1 | tail -5)"
+	for _ in $(seq 50); do [ -s "$pidf" ] && break; sleep 0.1; done
+}
+
+# stop_unit UNIT stops it and removes its file.
+stop_unit() {
+	[ -f "/run/systemd/system/$1" ] || return 0
+	systemctl stop "$1" 2>/dev/null
+	systemctl reset-failed "$1" 2>/dev/null
+	rm -f "/run/systemd/system/$1"
+	systemctl daemon-reload
 }
 
 stop_crib() {
 	local -
 	set +e # undoing goes on past what fails
 	[ -n "$daemon_pid" ] || return 0
+	# A spec may have restarted the service: its pid is in the pid file.
+	[ $CGROUP_DRIVER = systemd ] && daemon_pid=$(cat "$D/crib.pid" 2>/dev/null)
 	if kill -0 "$daemon_pid" 2>/dev/null; then
 		remove_cri_pods "unix://$D/crib/state/crib.sock"
 		kill "$daemon_pid" 2>/dev/null
@@ -435,6 +519,7 @@ stop_crib() {
 		kill -0 "$daemon_pid" 2>/dev/null && { log "WARNING: crib survived SIGTERM for 30s; SIGKILL"; kill -9 "$daemon_pid"; }
 	fi
 	daemon_pid=
+	[ $CGROUP_DRIVER = systemd ] && stop_unit crib-node-e2e.service
 	ip link del cribe2e0 2>/dev/null || true
 	awk -v d="$D/crib/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
 		log "WARNING: unmounting leftover $m"
@@ -452,7 +537,15 @@ host_cleanup() {
 		umount "$m" 2>/dev/null || umount -l "$m" || log "WARNING: could not unmount $m"
 	done
 	[ $made_kubelet_root = 1 ] && rm -rf --one-file-system "$KUBELET_ROOT"
-	local g
+	local g u
+	if [ $CGROUP_DRIVER = systemd ]; then
+		# The kubelet's transient units (systemd-run keeps them after it
+		# exits) and the pods' slices.
+		for u in $(systemctl list-units --all --plain --no-legend 'kubelet-*.service' | awk '{print $1}') $CG; do
+			systemctl stop "$u" 2>/dev/null
+			systemctl reset-failed "$u" 2>/dev/null
+		done
+	fi
 	new_cgroups | while read -r g; do
 		rmdir "$g" 2>/dev/null || log "WARNING: could not remove cgroup $g"
 	done
@@ -502,6 +595,10 @@ leftovers() {
 	awk -v k="$KUBELET_ROOT" -v d="$D/" -v c="$CACHE/containerd/" '$2 == k || index($2, k "/") == 1 ||
 		index($2, d) == 1 || index($2, c) == 1 || index($2, "/run/crib-node-e2e/") == 1 {print "mount " $2}' /proc/self/mounts
 	new_cgroups | sed 's/^/cgroup /'
+	if [ $CGROUP_DRIVER = systemd ]; then
+		systemctl list-units --all --plain --no-legend 'kubelet-*.service' 'kubepods*' crib-node-e2e.service ctrd-node-e2e.service |
+			awk '{print "systemd unit " $1}'
+	fi
 	for l in cribe2e0 e2ectrd0; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
 	for ipt in iptables ip6tables; do
 		[ "$ipt" = iptables ] && f=$D/chains4 || f=$D/chains6
@@ -559,8 +656,14 @@ new_cgroups() {
 }
 
 start_crib() {
-	log "building crib into $D"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/bin/" ./cmd/crib ./cmd/crib-monitor) || die "crib build failed"
+	if [ $VM_GUEST = 1 ]; then
+		# vm.sh built them on the host, from this tree.
+		mkdir -p "$D/bin"
+		cp "$(command -v crib)" "$(command -v crib-monitor)" "$D/bin/"
+	else
+		log "building crib into $D"
+		(cd "$ROOT" && CGO_ENABLED=0 go build -o "$D/bin/" ./cmd/crib ./cmd/crib-monitor) || die "crib build failed"
+	fi
 	mkdir -p "$D/crib/root" "$D/crib/state" "$D/crib/cni"
 	{
 		cat <<-EOF
@@ -568,7 +671,7 @@ start_crib() {
 		state = "$D/crib/state"
 		socket = "$D/crib/state/crib.sock"
 		log_level = "info"
-		cgroup_driver = "cgroupfs"
+		cgroup_driver = "$CGROUP_DRIVER"
 
 		# The PodOverhead spec's RuntimeClass names this handler.
 		[runtimes.test-handler]
@@ -582,9 +685,15 @@ start_crib() {
 		EOF
 		for h in $MIRRORED_HOSTS; do printf '\n[registries."%s"]\nmirrors = ["http://%s"]\n' "$h" "$REGISTRY_ADDR"; done
 	} >"$D/crib.toml"
-	setsid "$D/bin/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
-	daemon_pid=$!
-	echo "$daemon_pid" >"$D/crib.pid"
+	if [ $CGROUP_DRIVER = systemd ]; then
+		: >"$OUT/crib-daemon.log"
+		start_unit crib-node-e2e.service "$OUT/crib-daemon.log" "$D/crib.pid" "$D/bin/crib" daemon --config "$D/crib.toml"
+		daemon_pid=$(cat "$D/crib.pid")
+	else
+		setsid "$D/bin/crib" daemon --config "$D/crib.toml" >"$OUT/crib-daemon.log" 2>&1 </dev/null &
+		daemon_pid=$!
+		echo "$daemon_pid" >"$D/crib.pid"
+	fi
 	for _ in $(seq 150); do
 		crictl -r "unix://$D/crib/state/crib.sock" version >/dev/null 2>&1 && break
 		kill -0 "$daemon_pid" 2>/dev/null || die "crib daemon exited: $(tail -20 "$OUT/crib-daemon.log")"
@@ -606,7 +715,38 @@ start_containerd() {
 	ENDPOINT=$(env "${env[@]}" "$CONF/containerd-up.sh" "${v2[@]}" | tail -1) || die "containerd-up.sh failed"
 	runtime_down="env ${env[*]} '$CONF/containerd-down.sh' ${v2[*]}"
 	PROCESS=containerd PIDFILE=/run/crib-node-e2e/$inst/containerd.pid POD_CIDR=10.203.8.0/22
+	[ $CGROUP_DRIVER = systemd ] && containerd_systemd "$1" "$inst"
 	log "$1 on $ENDPOINT"
+}
+
+# containerd_systemd RUNTIME INSTANCE starts the instance containerd-up.sh
+# started again with runc on the systemd cgroup driver, the kubelet's here:
+# the kit writes its config for cgroupfs only.
+containerd_systemd() {
+	local dir=$CACHE/containerd/$2 pid bin
+	bin=/usr/bin/containerd
+	[ "$1" = containerd2 ] && bin=$WORK/containerd2/bin/containerd
+	pid=$(cat "$PIDFILE")
+	kill "$pid"
+	for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+	kill -0 "$pid" 2>/dev/null && die "$1 did not stop for its restart"
+	sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' "$dir/etc/config.toml"
+	grep -q 'SystemdCgroup = true' "$dir/etc/config.toml" || die "no SystemdCgroup in $dir/etc/config.toml"
+	# The shim is looked up in PATH, beside the binary as the kit does.
+	PATH="$(dirname "$bin"):$PATH" start_unit ctrd-node-e2e.service "$dir/containerd.log" "$PIDFILE" "$bin" --config "$dir/etc/config.toml"
+	# containerd-down.sh stops it by its pid file, then the unit goes.
+	runtime_down+="; stop_unit ctrd-node-e2e.service"
+	ready() {
+		crictl -r "$ENDPOINT" info 2>/dev/null | jq -e '[.status.conditions[] |
+			select((.type == "RuntimeReady" or .type == "NetworkReady") and .status == true)] | length == 2' >/dev/null
+	}
+	for _ in $(seq 300); do
+		ready && break
+		kill -0 "$(cat "$PIDFILE")" 2>/dev/null || die "$1 exited: $(tail -20 "$dir/containerd.log")"
+		sleep 0.2
+	done
+	ready || die "$1 is not ready on $ENDPOINT after its restart"
+	log "$1 restarted with runc's systemd cgroup driver"
 }
 
 # run_suite RUNTIME runs the selection against the runtime started for it
@@ -621,7 +761,7 @@ run_suite() {
 	# is replaced by one of links to all else in it.
 	local path dirs=() p n=0
 	while read -r p; do
-		if [ -n "$p" ] && [ -x "$p/systemd-run" ]; then
+		if [ $CGROUP_DRIVER = cgroupfs ] && [ -n "$p" ] && [ -x "$p/systemd-run" ]; then
 			n=$((n + 1))
 			# One set per runtime: the baseline's run comes after crib's.
 			mkdir -p "$D/path/$rt-$n"
@@ -636,6 +776,7 @@ run_suite() {
 	[ -n "$FOCUS" ] && ginkgo_args+=(--focus="$FOCUS")
 	[ -n "$SKIP" ] && ginkgo_args+=(--skip="$SKIP")
 	local kubelet_flags="--fail-cgroupv1=false --cgroup-driver=cgroupfs --cgroups-per-qos=true --cgroup-root=/"
+	[ $CGROUP_DRIVER = systemd ] && kubelet_flags="--cgroup-driver=systemd --cgroups-per-qos=true --cgroup-root=/"
 	kubelet_flags+=" --kubelet-cgroups= --system-cgroups= --runtime-cgroups= --fail-swap-on=false"
 	# The suite's kubelet config has 10.100.0.0/24, which the kubelet hands
 	# the runtime (UpdateRuntimeConfig) and crib's default network takes:
@@ -650,6 +791,7 @@ run_suite() {
 		--container-runtime-pid-file="$PIDFILE" --prepull-images=false --report-dir="$dir/artifacts" \
 		--kubelet-flags="$kubelet_flags" --v=2) >"$dir/suite.log" 2>&1 || rc=$?
 	echo "$((SECONDS - start))" >"$dir/seconds"
+	echo "$rc" >"$dir/exit"
 	log "$rt: the suite exited $rc after $((SECONDS - start))s"
 	summarize "$dir" "$rt"
 	kill_ours
@@ -672,6 +814,9 @@ summarize() {
 	unselected=$(jq '[.[].SpecReports[] | select(.LeafNodeType == "It" and .State == "skipped" and ((.Failure.Message // "") == ""))] | length' "$dir/report.json")
 	{
 		echo "$rt: $passed passed, $failed failed, $skipped skipped in $(cat "$dir/seconds")s ($unselected specs not selected)"
+		# A suite that fails before any spec (its BeforeSuite) fails none.
+		[ "$failed" != 0 ] || [ "$(cat "$dir/exit" 2>/dev/null)" = 0 ] ||
+			echo "  the suite exited $(cat "$dir/exit") with no spec failed: see $dir/suite.log"
 		awk -F'\t' '$1 != "passed" {printf "  %-8s %s\n           %s\n", $1, $2, $3}' "$dir/summary.tsv"
 	} >"$dir/results.txt"
 	cat "$dir/results.txt" >&2

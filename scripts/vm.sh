@@ -8,6 +8,7 @@
 #   --timeout SEC   kill the VM after SEC seconds (default 3600); the exit status is then 124
 #   --mem MIB       guest memory (default 4096)
 #   --cpus N        guest CPUs (default: the host's, at most 4)
+# CRIB_VM_SHARES="PATH[:ro] ..." shares more host directories at the same path (:ro read-only).
 #
 # The image is built from Debian's packages with debootstrap (systemd, runc, CNI plugins, iptables,
 # docker-registry, ...) and cached under $CRIB_VM_CACHE (default /var/cache/crib-vm), keyed by
@@ -219,9 +220,18 @@ run() {
 	local shares=("$repo")
 	[ -d "$repo/../shared" ] && shares+=("$(cd "$repo/../shared" && pwd)")
 	[ -d /var/lib/cri-conformance ] && shares+=(/var/lib/cri-conformance)
-	local args=() i=0 path
+	# Directories a caller adds (CRIB_VM_SHARES="PATH[:ro] ..."), at the same path, read-only with
+	# :ro; they must exist (mounted in order, so a share inside another comes after it).
+	local extra
+	for extra in ${CRIB_VM_SHARES:-}; do
+		[ -d "${extra%:ro}" ] || die "run: CRIB_VM_SHARES: ${extra%:ro} is not a directory"
+		shares+=("$extra")
+	done
+	local args=() i=0 path ro
 	for path in "${shares[@]}"; do
-		args+=(-virtfs "local,path=$path,mount_tag=share$i,security_model=passthrough,id=share$i")
+		ro=
+		[[ $path == *:ro ]] && { path=${path%:ro}; ro=,readonly=on; }
+		args+=(-virtfs "local,path=$path,mount_tag=share$i,security_model=passthrough,id=share$i$ro")
 		echo "share$i $path" >> "$work/run/shares"
 		i=$((i + 1))
 	done

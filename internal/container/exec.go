@@ -41,17 +41,14 @@ func (m *Manager) running(id string) (*entry, Container, error) {
 
 // ExecSync runs cmd in a running container and returns its output, each
 // stream capped at ociruntime.DefaultExecOutputCap. A timeout of zero means
-// none; when it fires the process is killed and the error wraps
+// none; it counts from the process's start, not the runtime's (as
+// containerd's does: a 1 s exec probe must not fail on a slow runc exec),
+// and when it fires the process is killed and the error wraps
 // context.DeadlineExceeded.
 func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error) {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
 	stdout := &ociruntime.CappedBuffer{Cap: ociruntime.DefaultExecOutputCap}
 	stderr := &ociruntime.CappedBuffer{Cap: ociruntime.DefaultExecOutputCap}
-	code, err := m.Exec(ctx, id, cmd, false, Streams{Stdin: bytes.NewReader(nil), Stdout: stdout, Stderr: stderr})
+	code, err := m.Exec(ctx, id, cmd, false, Streams{Stdin: bytes.NewReader(nil), Stdout: stdout, Stderr: stderr, Timeout: timeout})
 	if err != nil {
 		return ExecResult{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/containerd/errdefs"
 
@@ -19,6 +20,8 @@ type Streams struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Resize         <-chan ociruntime.WinSize
+	// Timeout: see ociruntime.ExecIO (Exec only).
+	Timeout time.Duration
 }
 
 // Exec runs cmd in a running container, with a terminal when tty is set,
@@ -42,7 +45,7 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, tty bool, s
 		return -1, m.processError(ctx, e, rt, err)
 	}
 	code, err := rt.Exec(ctx, c.ID, ocispec.BuildExecProcess(spec, cmd, tty), ociruntime.ExecIO{
-		Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Resize: s.Resize,
+		Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Resize: s.Resize, Timeout: s.Timeout,
 	})
 	if err != nil {
 		return -1, m.processError(ctx, e, rt, err)

@@ -24,6 +24,12 @@ type ExecIO struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Resize <-chan WinSize
+	// Timeout, when positive, kills the process Timeout after the runtime
+	// started it (wrote its pid file): the runtime's own start, slow on a
+	// loaded or emulated host, is not the command's time, as containerd
+	// counts it. Exec then returns an error wrapping
+	// context.DeadlineExceeded.
+	Timeout time.Duration
 }
 
 // Exec runs process p inside container id and waits for it to exit,
@@ -37,7 +43,8 @@ type ExecIO struct {
 // every holder of the pipes.
 //
 // When ctx is done, the process and its process group are killed and Exec
-// returns promptly with an error wrapping ctx.Err().
+// returns promptly with an error wrapping ctx.Err() (or, for eio.Timeout,
+// context.DeadlineExceeded).
 func (r *Runtime) Exec(ctx context.Context, id string, p specs.Process, eio ExecIO) (int, error) {
 	dir, err := os.MkdirTemp("", "crib-exec-")
 	if err != nil {
@@ -53,6 +60,11 @@ func (r *Runtime) Exec(ctx context.Context, id string, p specs.Process, eio Exec
 	}
 	if err := os.WriteFile(procFile, body, 0o600); err != nil {
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	if eio.Timeout > 0 {
+		var stop func()
+		ctx, stop = timeoutAfterStart(ctx, pidFile, eio.Timeout)
+		defer stop()
 	}
 	args := append(r.globalArgs(logFile), "exec", "--process", procFile, "--pid-file", pidFile)
 	if p.Terminal {
@@ -83,7 +95,7 @@ func (r *Runtime) execForeground(ctx context.Context, id string, args []string, 
 	waitErr := cmd.Run()
 	if ctx.Err() != nil {
 		killExecProcess(pidFile)
-		return -1, fmt.Errorf("exec in container %s: %w", id, ctx.Err())
+		return -1, fmt.Errorf("exec in container %s: %w", id, context.Cause(ctx))
 	}
 	if msg := LastErrorInFile(logFile); msg != "" {
 		return -1, fmt.Errorf("exec in container %s: %w", id, Classify(msg))
@@ -140,7 +152,7 @@ func (r *Runtime) execShimmed(ctx context.Context, id string, args []string, pid
 	close(exited)
 	if ctx.Err() != nil {
 		killExecProcess(pidFile)
-		return -1, fmt.Errorf("exec in container %s: %w", id, ctx.Err())
+		return -1, fmt.Errorf("exec in container %s: %w", id, context.Cause(ctx))
 	}
 	_ = statusR.SetReadDeadline(time.Now().Add(waitDelay))
 	res, err := readShimResult(statusR)
@@ -155,6 +167,41 @@ func (r *Runtime) execShimmed(ctx context.Context, id string, args []string, pid
 		return -1, fmt.Errorf("exec in container %s: %w", id, Classify(msg))
 	}
 	return res.ExitCode, nil
+}
+
+// startPoll is how often timeoutAfterStart looks for the pid file.
+const startPoll = 5 * time.Millisecond
+
+// timeoutAfterStart returns a ctx cancelled with context.DeadlineExceeded
+// timeout after pidFile appears, and a stop to call once the exec is over.
+func timeoutAfterStart(ctx context.Context, pidFile string, timeout time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(startPoll)
+		defer tick.Stop()
+		for {
+			if _, err := os.Stat(pidFile); err == nil {
+				break
+			}
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(context.DeadlineExceeded)
+		case <-done:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
 }
 
 func setExecIO(cmd *exec.Cmd, eio ExecIO) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +168,40 @@ func TestExecBackgroundChildDoesNotBlock(t *testing.T) {
 	if d := cmp.Diff([]any{0, "hi\n"}, []any{code, stdout.String()}); d != "" {
 		t.Errorf("exec (-want +got):\n%s", d)
 	}
+}
+
+// TestExecTimeoutCountsFromStart runs exec through a runtime that takes
+// 1.5 s to start the process, as runc exec may on a loaded or emulated host:
+// a 1 s timeout counts from the process's start (as containerd's does), so
+// a quick command completes, and a slow one is still killed.
+func TestExecTimeoutCountsFromStart(t *testing.T) {
+	execModes(t, func(t *testing.T, r *ociruntime.Runtime, id string) {
+		slow := filepath.Join(t.TempDir(), "slow-runtime")
+		script := "#!/bin/sh\nfor a; do [ \"$a\" = exec ] && sleep 1.5 && break; done\nexec " + r.Binary + " \"$@\"\n"
+		if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rr := *r
+		rr.Binary = slow
+		var out bytes.Buffer
+		code, err := rr.Exec(context.Background(), id, process("echo", "quick"), ociruntime.ExecIO{Stdout: &out, Timeout: time.Second})
+		if err != nil || code != 0 || out.String() != "quick\n" {
+			t.Fatalf("quick command: code %d, output %q, err %v; want 0, \"quick\\n\", nil", code, out.String(), err)
+		}
+		start := time.Now()
+		_, err = rr.Exec(context.Background(), id, process("sleep", "62"), ociruntime.ExecIO{Timeout: time.Second})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("slow command: got %v, want deadline exceeded", err)
+		}
+		if el := time.Since(start); el > 20*time.Second {
+			t.Fatalf("slow command: exec returned after %v", el)
+		}
+		var ps bytes.Buffer
+		if _, err := r.Exec(context.Background(), id, process("ps"), ociruntime.ExecIO{Stdout: &ps}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(ps.String(), "sleep 62") {
+			t.Fatalf("timed out process still runs:\n%s", ps.String())
+		}
+	})
 }
