@@ -37,10 +37,11 @@
 // Log format, one record per line: `<RFC 3339 UTC, nine fractional digits>
 // <stdout|stderr> <F|P> <content>`. Content lines longer than 16 KiB are
 // split into P records followed by a final F record. An unterminated line
-// at end of stream is written as F: nothing will complete it, and the
-// kubelet's reader ends a message at F. A line of exactly 16 KiB yields a
-// P record and an empty F record, as does a stream that ends right after a
-// P record. A "\r" before the newline is dropped. The lines of one burst of
+// at end of stream stays unterminated, a P record, as containerd and conmon
+// write it: the kubelet's reader adds a newline after F records only, so a
+// container's last words without one (a termination message read from the
+// log) come back without one. A line of exactly 16 KiB yields a P record
+// and an empty F record. A "\r" before the newline is dropped. The lines of one burst of
 // output (what one read returned, up to 32 KiB) are written with one write
 // call and the same timestamp. LogReader and LogJoiner read the format back
 // (any CRI writer's): `crib logs` and `crib run` print with them.
