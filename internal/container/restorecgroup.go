@@ -2,8 +2,10 @@ package container
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -25,6 +27,11 @@ func checkRestoredCgroup(pid int, cgroupsPath string, systemd, v2 bool) error {
 		return err
 	}
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if errors.Is(err, fs.ErrNotExist) {
+		// Already exited (and reaped): its exit is the container's,
+		// which the watch records.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("read the restored process's cgroup: %w", err)
 	}
@@ -33,11 +40,18 @@ func checkRestoredCgroup(pid int, cgroupsPath string, systemd, v2 bool) error {
 	if err != nil {
 		return fmt.Errorf("read the restored process's cgroup: %w", err)
 	}
-	if got != want {
+	if !withinCgroup(got, want) {
 		return fmt.Errorf("the runtime restored the container's processes in cgroup %s, not in the container's own %s (on cgroup v2 a restore needs a runtime that gives CRIU the new cgroup root: runc 1.1 does not, a current runc or crun does): %w",
 			got, want, errdefs.ErrFailedPrecondition)
 	}
 	return nil
+}
+
+// withinCgroup says whether cgroup got is want or below it: an init may
+// move itself below its cgroup (systemd as PID 1 into init.scope, a nested
+// runtime into a child of its own) and is still in its container's.
+func withinCgroup(got, want string) bool {
+	return got == want || strings.HasPrefix(got, want+"/")
 }
 
 // procCgroup is the cgroup a /proc/PID/cgroup file names: the unified

@@ -35,3 +35,18 @@ func TestProcCgroup(t *testing.T) {
 		})
 	}
 }
+
+func TestWithinCgroup(t *testing.T) {
+	const want = "/kubepods.slice/kubepods-pod1.slice/crib-c1.scope"
+	for got, within := range map[string]bool{
+		want:                                  true,
+		want + "/init.scope":                  true,
+		want + "x":                            false, // a sibling whose name starts alike
+		"/kubepods.slice/kubepods-pod1.slice": false,
+		"/kubepods.slice/kubepods-pod0.slice/crib-c0.scope": false,
+	} {
+		if withinCgroup(got, want) != within {
+			t.Errorf("withinCgroup(%q, %q) = %v, want %v", got, want, !within, within)
+		}
+	}
+}
