@@ -18,9 +18,10 @@ func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListCon
 	if err := checkContainerStatsFilter(f); err != nil {
 		return nil, err
 	}
-	if f == nil {
-		// The kubelet's periodic unfiltered listing is where readings of
-		// removed containers and pods are let go.
+	if f.GetId() == "" && f.GetPodSandboxId() == "" && len(f.GetLabelSelector()) == 0 {
+		// The kubelet's periodic unfiltered listing (an empty filter,
+		// which it sends rather than none) is where readings of removed
+		// containers and pods are let go.
 		defer s.usage.ForgetGone()
 	}
 	resp := &runtimeapi.ListContainerStatsResponse{}

@@ -19,9 +19,9 @@ func (s *Server) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListPo
 	if err := checkSandboxStatsFilter(f); err != nil {
 		return nil, err
 	}
-	if f == nil {
+	if f.GetId() == "" && len(f.GetLabelSelector()) == 0 {
 		// As ListContainerStats: a kubelet that reads its stats from
-		// the CRI lists pods unfiltered, periodically.
+		// the CRI lists pods unfiltered (an empty filter), periodically.
 		defer s.usage.ForgetGone()
 	}
 	byPod := s.containersBySandbox()

@@ -118,6 +118,7 @@ for spec in "${suites[@]}"; do
 		# On the current runc run.sh brought (the guest's 1.1.5 cannot restore on cgroup v2).
 		if [ -x "$build/runc/runc" ]; then
 			echo "checkpoint-systemd: runc $("$build/runc/runc" --version | head -n1)"
+			pattern=${pattern:-'^(TestCheckpoint|TestRestore)'}
 			PATH=$build/runc:$PATH go_suite checkpoint-systemd systemd test/integration
 		else
 			echo "checkpoint-systemd: no current runc in $build/runc (run.sh copies the host's build-runc.sh output)"
