@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -22,8 +21,9 @@ func (s *Server) CheckpointContainer(ctx context.Context, req *runtimeapi.Checkp
 	if req.GetLocation() == "" {
 		return nil, invalid("location is empty")
 	}
-	if req.GetTimeout() < 0 {
-		return nil, invalid("timeout %d is negative", req.GetTimeout())
+	timeout, err := seconds("timeout", req.GetTimeout())
+	if err != nil {
+		return nil, err
 	}
 	if s.checkpoints == nil {
 		return nil, fmt.Errorf("CheckpointContainer: no checkpoint service: %w", errdefs.ErrNotImplemented)
@@ -37,9 +37,9 @@ func (s *Server) CheckpointContainer(ctx context.Context, req *runtimeapi.Checkp
 	if err != nil {
 		return nil, err
 	}
-	if t := req.GetTimeout(); t > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	err = s.checkpoints.Checkpoint(ctx, checkpoint.Request{ContainerID: c.ID, Location: req.GetLocation(), Status: status})

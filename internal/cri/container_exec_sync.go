@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -18,10 +17,10 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 	if err := cv.Command("cmd", req.GetCmd()); err != nil {
 		return nil, err
 	}
-	if req.GetTimeout() < 0 {
-		return nil, invalid("timeout %d is negative", req.GetTimeout())
+	timeout, err := seconds("timeout", req.GetTimeout())
+	if err != nil {
+		return nil, err
 	}
-	timeout := time.Duration(req.GetTimeout()) * time.Second
 	res, err := s.containers.ExecSync(ctx, req.GetContainerId(), req.GetCmd(), timeout)
 	if err != nil {
 		return nil, err

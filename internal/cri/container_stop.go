@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -13,10 +12,10 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 	if req.GetContainerId() == "" {
 		return nil, invalid("container_id is empty")
 	}
-	if req.GetTimeout() < 0 {
-		return nil, invalid("timeout %d is negative", req.GetTimeout())
+	timeout, err := seconds("timeout", req.GetTimeout())
+	if err != nil {
+		return nil, err
 	}
-	timeout := time.Duration(req.GetTimeout()) * time.Second
 	if err := s.containers.Stop(ctx, req.GetContainerId(), timeout); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package cri
 
 import (
+	"math"
+	"time"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	cv "github.com/crib-dev/crib/internal/crivalidate"
@@ -103,4 +106,17 @@ func checkSandboxStatsFilter(f *runtimeapi.PodSandboxStatsFilter) error {
 		return err
 	}
 	return cv.Labels("filter.label_selector", f.GetLabelSelector())
+}
+
+// seconds is a request's timeout of v seconds: InvalidArgument naming the
+// field when it is negative or beyond what a time.Duration holds (about
+// 292 years), which would wrap to a negative, or no, timeout.
+func seconds(field string, v int64) (time.Duration, error) {
+	if v < 0 {
+		return 0, invalid("%s %d is negative", field, v)
+	}
+	if v > int64(math.MaxInt64/time.Second) {
+		return 0, invalid("%s %d seconds is too large", field, v)
+	}
+	return time.Duration(v) * time.Second, nil
 }

@@ -2,8 +2,10 @@ package cri
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -92,6 +94,20 @@ func TestRequestsCheckedAtTheEdge(t *testing.T) {
 		err := tt.call()
 		if !errdefs.IsInvalidArgument(err) || !strings.HasPrefix(err.Error(), tt.field) {
 			t.Errorf("%s: %v, want InvalidArgument naming %s", tt.name, err, tt.field)
+		}
+	}
+}
+
+func TestSecondsTimeout(t *testing.T) {
+	for v, want := range map[int64]time.Duration{0: 0, 1: time.Second, 3600: time.Hour} {
+		if got, err := seconds("timeout", v); err != nil || got != want {
+			t.Errorf("seconds(%d) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	// Beyond a Duration, v seconds would wrap: refused, naming the field.
+	for _, v := range []int64{-1, math.MaxInt64 / int64(time.Second) * 2, math.MaxInt64} {
+		if _, err := seconds("timeout", v); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "timeout") {
+			t.Errorf("seconds(%d) = %v, want InvalidArgument naming timeout", v, err)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (d *Daemon) runtimes(ctx context.Context, cfg config.Config) (map[string]*o
 		if !h.UserNamespaces() {
 			d.log.Info("pods of this handler cannot have user namespaces of their own", "handler", name, "missing", h.UserNamespacesMissing)
 		}
-		if h.RestoreMissing != "" {
+		if h.CheckpointMissing == "" && h.RestoreMissing != "" {
 			d.log.Info("this handler checkpoints but does not restore here", "handler", name, "missing", h.RestoreMissing)
 		}
 		rt.Support = h.Support
