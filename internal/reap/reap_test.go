@@ -4,9 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // TestInBackground: a child that exits at once, before or while its
@@ -37,7 +38,7 @@ func TestInBackground(t *testing.T) {
 // the pods it ran.
 func TestInBackgroundHoldsNoThread(t *testing.T) {
 	const children = 100
-	before := threads(t)
+	before := testutil.Threads(t, os.Getpid())
 	var cmds []*exec.Cmd
 	var dones []chan struct{}
 	for range children {
@@ -57,26 +58,7 @@ func TestInBackgroundHoldsNoThread(t *testing.T) {
 	}()
 	// Let a reaper that blocks in a wait reach it.
 	time.Sleep(200 * time.Millisecond)
-	if grown := threads(t) - before; grown >= children/2 {
+	if grown := testutil.Threads(t, os.Getpid()) - before; grown >= children/2 {
 		t.Errorf("threads grew by %d waiting for %d children, want far fewer", grown, children)
 	}
-}
-
-func threads(t *testing.T) int {
-	t.Helper()
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(rest))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no Threads in /proc/self/status")
-	return 0
 }

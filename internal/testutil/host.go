@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/containerd/cgroups/v3"
 
@@ -116,4 +118,24 @@ func StopSystemdUnits(prefix string) error {
 	}
 	_ = exec.Command("systemctl", "reset-failed", prefix+"*").Run()
 	return nil
+}
+
+// Threads is the number of threads of process pid, from its status.
+func Threads(t testing.TB, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("pid %d: no Threads in its status", pid)
+	return 0
 }

@@ -2,9 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +42,7 @@ func TestNothingHeldAfterPodsRemoved(t *testing.T) {
 	e.retainRound(1)
 	e.removeAllPods()
 	idle := settledGoroutines(t, url, -1)
-	idleThreads := threadsOf(t, d.Pid())
+	idleThreads := testutil.Threads(t, d.Pid())
 
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
@@ -71,7 +68,7 @@ func TestNothingHeldAfterPodsRemoved(t *testing.T) {
 			}
 			// The Go runtime never ends a thread it made: one per pod
 			// (a wait for its pause, say) stays once the pods are gone.
-			threads := threadsOf(t, d.Pid())
+			threads := testutil.Threads(t, d.Pid())
 			if threads > idleThreads+retainSlack {
 				t.Errorf("%d threads after %d pods were removed, %d idle: one per pod", threads, retainPods, idleThreads)
 			}
@@ -180,24 +177,4 @@ func settledGoroutines(t *testing.T, url string, want int) int {
 		last = n
 	}
 	return last
-}
-
-// threadsOf is the number of threads of process pid.
-func threadsOf(t *testing.T, pid int) int {
-	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(rest))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("pid %d: no Threads in its status", pid)
-	return 0
 }
