@@ -1,7 +1,6 @@
 package container
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/errdefs"
 
 	"github.com/crib-dev/crib/internal/kernelstats"
@@ -58,33 +58,18 @@ func withinCgroup(got, want string) bool {
 // hierarchy's on cgroup v2, the memory controller's on v1 (every controller
 // the runtime manages is placed alike).
 func procCgroup(r io.Reader, v2 bool) (string, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		// hierarchy-ID:controller-list:cgroup-path
-		id, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		ctrls, path, ok := strings.Cut(rest, ":")
-		if !ok {
-			continue
-		}
-		if v2 && id == "0" && ctrls == "" {
-			return path, nil
-		}
-		if !v2 {
-			for _, c := range strings.Split(ctrls, ",") {
-				if c == "memory" {
-					return path, nil
-				}
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
+	legacy, unified, err := cgroups.ParseCgroupFromReaderUnified(r)
+	if err != nil {
 		return "", err
 	}
 	if v2 {
-		return "", fmt.Errorf("no cgroup v2 entry")
+		if unified == "" {
+			return "", fmt.Errorf("no cgroup v2 entry")
+		}
+		return unified, nil
+	}
+	if path, ok := legacy["memory"]; ok {
+		return path, nil
 	}
 	return "", fmt.Errorf("no memory controller entry")
 }
