@@ -407,14 +407,7 @@ func TestCheckpointRestore(t *testing.T) {
 		upodID := e.runPod(upod)
 		ucfg := e.usernsCtr(upod, "counter", counterCmd...)
 		ucfg.Image = &runtimeapi.ImageSpec{Image: loc}
-		_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: upodID, Config: ucfg, SandboxConfig: upod})
-		if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "user namespace") {
-			t.Errorf("restore into a user-namespaced pod: %v, want Unimplemented naming the user namespace", err)
-		}
-		resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: upodID}})
-		if lerr != nil || len(resp.Containers) != 0 {
-			t.Errorf("containers in the user-namespaced pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
-		}
+		e.wantRestoreRefused(upodID, upod, ucfg, codes.Unimplemented, "user namespace")
 	})
 }
 
@@ -465,16 +458,24 @@ func TestRestoreRefusedOnOldRunc(t *testing.T) {
 	dstID := e.runPod(dst)
 	cfg := e.ctrConfig("counter", counterCmd...)
 	cfg.Image = &runtimeapi.ImageSpec{Image: loc}
-	_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: dstID, Config: cfg, SandboxConfig: dst})
-	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "runc 1.2 or later") {
-		t.Errorf("restore on runc < 1.2 and cgroup v2: %v, want FailedPrecondition naming runc 1.2", err)
-	}
-	resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: dstID}})
-	if lerr != nil || len(resp.Containers) != 0 {
-		t.Errorf("containers in the pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
-	}
+	e.wantRestoreRefused(dstID, dst, cfg, codes.FailedPrecondition, "runc 1.2 or later")
 	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("the checkpointed container: %s, want RUNNING", st.State)
 	}
 	noCheckpointLeftovers(t, e.d)
+}
+
+// wantRestoreRefused creates cfg, whose image is a checkpoint archive, in
+// pod podID and expects the restore refused with code, its message naming
+// why, and nothing made: no container listed in the pod.
+func (e *env) wantRestoreRefused(podID string, pod *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig, code codes.Code, why string) {
+	e.t.Helper()
+	_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
+	if status.Code(err) != code || !strings.Contains(err.Error(), why) {
+		e.t.Errorf("restore from %s: %v, want %s naming %q", cfg.GetImage().GetImage(), err, code, why)
+	}
+	resp, err := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: podID}})
+	if err != nil || len(resp.Containers) != 0 {
+		e.t.Errorf("containers in the pod after the refused restore: %v (%v)", resp.GetContainers(), err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/crib-dev/crib/internal/testutil"
@@ -51,12 +50,5 @@ func TestCheckpointUserNamespace(t *testing.T) {
 	dstID := e.runPod(dst)
 	cfg := e.usernsCtr(dst, "counter", counterCmd...)
 	cfg.Image = &runtimeapi.ImageSpec{Image: loc}
-	_, err := e.rt().CreateContainer(e.ctx(), &runtimeapi.CreateContainerRequest{PodSandboxId: dstID, Config: cfg, SandboxConfig: dst})
-	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "user namespace") {
-		t.Errorf("restore into a user-namespaced pod: %v, want Unimplemented naming the user namespace", err)
-	}
-	resp, lerr := e.rt().ListContainers(e.ctx(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: dstID}})
-	if lerr != nil || len(resp.Containers) != 0 {
-		t.Errorf("containers in the pod after the refused restore: %v (%v)", resp.GetContainers(), lerr)
-	}
+	e.wantRestoreRefused(dstID, dst, cfg, codes.Unimplemented, "user namespace")
 }
