@@ -62,6 +62,8 @@ func (m *Manager) Restore(ctx context.Context) error {
 		m.names.Hold(nameKey(c.SandboxID, c.Config.GetMetadata()), c.ID)
 		switch {
 		case c.State == Running:
+			// A daemon that died inside Start may have left them.
+			m.detachHostMounts(c.ID)
 			go m.watch(e)
 		case c.State == Created && m.startedUnrecorded(ctx, c.ID):
 			// The daemon died inside Start, after the monitor had
@@ -77,6 +79,7 @@ func (m *Manager) Restore(ctx context.Context) error {
 			if err := m.update(e, func(c *Container) { c.State = Running; c.StartedAt = time.Now(); c.Pid = pid }); err != nil {
 				return err
 			}
+			m.detachHostMounts(c.ID)
 			go m.watch(e)
 		case c.State == Created:
 		default:

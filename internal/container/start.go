@@ -10,6 +10,7 @@ import (
 
 	"github.com/crib-dev/crib/internal/failpoint"
 	"github.com/crib-dev/crib/internal/monitor"
+	"github.com/crib-dev/crib/internal/mount"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/sandbox"
 )
@@ -67,6 +68,7 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	m.detachHostMounts(c.ID)
 	go m.watch(e)
 	m.log.Info("container started", "container", c.ID)
 	if m.cfg.Plugins != nil {
@@ -74,6 +76,29 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 		m.cfg.Plugins.PostStartContainer(ctx, running)
 	}
 	return nil
+}
+
+// detachHostMounts takes a started container's rootfs and image volumes
+// out of the host's mount table. The runtime mounted them into the
+// container's own mount namespace while it made the container; from then on
+// the container holds its copies, and the host's were only the runtime's
+// way in: nothing of crib's reads them (checkpoints read the overlay's upper
+// dir, stats too), and they would only make the host's table longer, which
+// every runtime start copies and reads (issue #26: a flat cost per pod).
+// The container's copies go with its mount namespace when it ends. A
+// failure is logged: release and teardown unmount what is left, and so does
+// the adoption of a running container after a restart.
+func (m *Manager) detachHostMounts(id string) {
+	if err := mount.UnmountTree(m.hostMountDirs(id)...); err != nil {
+		m.log.Warn("detach the started container's host mounts: left to its release", "container", id, "err", err)
+	}
+}
+
+// hostMountDirs are where a container's mounts are made on the host: its
+// rootfs and its image volumes.
+func (m *Manager) hostMountDirs(id string) []string {
+	b := m.bundle(id)
+	return []string{filepath.Join(b, "rootfs"), filepath.Join(b, "volumes")}
 }
 
 // monitorConfig is how c's monitor creates and starts it.

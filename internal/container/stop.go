@@ -60,8 +60,7 @@ func (m *Manager) release(ctx context.Context, e *entry) {
 	if err != nil {
 		return
 	}
-	b := m.bundle(c.ID)
-	dirs := []string{filepath.Join(b, "rootfs"), filepath.Join(b, "volumes")}
+	dirs := m.hostMountDirs(c.ID)
 	if rt.Root != "" {
 		dirs = append(dirs, filepath.Join(rt.Root, c.ID))
 	}

@@ -242,6 +242,7 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 	f.teardownCPU = machineCPU(b) - cpu
 	settle(b)
 	f.afterRSS = s.rss()
+	hold(b, "gone")
 	return f
 }
 
@@ -355,7 +356,8 @@ func eachAtOnce(n int, do func(i int) error) error {
 }
 
 // hold pauses a scale run at the point named (start: before the pods
-// start; held: with them running, before they go) when
+// start; held: with them running, before they go; gone: after they went
+// and the daemon's resident memory was read) when
 // CRIB_BENCH_SCALE_HOLD names a path, for profiling or tracing the daemon,
 // its monitors and runc at that density: it makes the file PATH.point and
 // goes on once that file is removed.
