@@ -59,6 +59,10 @@ func BenchmarkScale(b *testing.B) {
 		},
 		rss: func() float64 { return rssMiB(b, d.Pid()) },
 	}
+	// Each side has run one pod before its idle memory is read, so that
+	// idle is a daemon that has served a pod (the code a pod's life runs
+	// paged in), not one just started: about 1.7 MiB of crib's binary.
+	removePod(ctx, b, d.Runtime, startPodWith(ctx, b, d.Runtime, img.Ref, "scale-warm", hostNetwork))
 	var ctrdSide *scaleSide
 	if c := dialBaseline(b); c != nil {
 		c.pull(ctx, b, img.Ref)
