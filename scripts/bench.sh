@@ -24,7 +24,7 @@
 #   - runtime memory (PSS) per pod over 50 one-container pods;
 #   - with SCALE=1, 1,000 host-network pods 8 at a time, crib then
 #     containerd (about 15 minutes more on a 2-core machine, most of it
-#     containerd's);
+#     containerd's); SCALE=cni adds the same on a CNI bridge;
 #   - the load test: 100 clients listing every 100 ms while 8 workers make
 #     and delete 2 pods a second for LOAD_DURATION (2m), then both in closed
 #     loops for CLOSED_LOAD_DURATION (1m); no error and no leak.
@@ -78,8 +78,11 @@ bench ./test/bench/ 'PullImage' "${PULL_BENCHTIME:-10x}"
 bench ./test/bench/ 'ContainerLog' "${CONTAINER_LOG_BENCHTIME:-3x}"
 bench ./internal/monitor/ 'LogWriter' "${LOG_BENCHTIME:-10x}"
 bench ./test/bench/ 'MemoryPerPod' "${MEMORY_BENCHTIME:-3x}"
-if [ "${SCALE:-0}" = 1 ]; then
+if [ "${SCALE:-0}" = 1 ] || [ "${SCALE:-0}" = cni ]; then
 	bench ./test/bench/ 'Scale' 1x
+fi
+if [ "${SCALE:-0}" = cni ]; then
+	CRIB_BENCH_SCALE_NETWORK=cni bench ./test/bench/ 'Scale' 1x
 fi
 # The node under load: 100 clients listing every 100 ms while 8 workers make
 # and delete 2 pods a second, for two minutes; then both as closed loops for

@@ -33,7 +33,26 @@ func scalePods(b *testing.B) int {
 	return n
 }
 
-// BenchmarkScale runs 1,000 (CRIB_BENCH_SCALE_PODS) host-network pods of one sleeping busybox each
+// scaleNetwork is the namespaces of BenchmarkScale's pods and the CNI
+// network crib gives them: the host's network, or with
+// CRIB_BENCH_SCALE_NETWORK=cni a network of each pod's own on a bridge with
+// the baseline's plugins and options, on a /22 (containerd-up.sh's is one
+// too) so that 1,000 pods have addresses.
+func scaleNetwork(b *testing.B) (*runtimeapi.NamespaceOption, string) {
+	switch v := os.Getenv("CRIB_BENCH_SCALE_NETWORK"); v {
+	case "", "host":
+		return hostNetwork, ""
+	case "cni":
+		ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER}
+		return ns, strings.ReplaceAll(baselineConfList, "{{.Subnet}}", "10.204.0.0/22")
+	default:
+		b.Fatalf("CRIB_BENCH_SCALE_NETWORK=%q: want host or cni", v)
+		return nil, ""
+	}
+}
+
+// BenchmarkScale runs 1,000 (CRIB_BENCH_SCALE_PODS) host-network (or CNI:
+// CRIB_BENCH_SCALE_NETWORK) pods of one sleeping busybox each
 // on crib, 8 at a time, then stops and removes them 8 at a time; then the
 // same on the baseline containerd when it runs. It reports each side's
 // wall time of both, the runtime's memory per pod while the pods run (PSS
@@ -44,12 +63,14 @@ func scalePods(b *testing.B) int {
 // machine's CPU time per pod while pods start and while they go, and the
 // mounts each pod adds to the host's mount namespace. It takes minutes
 // (containerd's side the most): scripts/bench.sh runs it with SCALE=1,
-// once (-benchtime 1x).
+// once (-benchtime 1x). The bare runc floor, on the host's network, is
+// measured only for host-network pods.
 func BenchmarkScale(b *testing.B) {
 	testutil.RequiresRoot(b)
 	requireRegistry(b)
 	img := registryBusybox
-	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn"})
+	ns, confList := scaleNetwork(b)
+	d := testutil.StartDaemon(b, testutil.Options{Image: &img, LogLevel: "warn", CNIConfList: confList})
 	ctx := context.Background()
 	monitor := testutil.MonitorBinary(d.Binary)
 	cribSide := scaleSide{
@@ -58,16 +79,17 @@ func BenchmarkScale(b *testing.B) {
 			return append([]int{d.Pid()}, pidsWhere(func(exe, _ string) bool { return exe == monitor })...)
 		},
 		rss: func() float64 { return rssMiB(b, d.Pid()) },
+		ns:  ns,
 	}
 	// Each side has run one pod before its idle memory is read, so that
 	// idle is a daemon that has served a pod (the code a pod's life runs
 	// paged in), not one just started: about 1.7 MiB of crib's binary.
-	removePod(ctx, b, d.Runtime, startPodWith(ctx, b, d.Runtime, img.Ref, "scale-warm", hostNetwork))
+	removePod(ctx, b, d.Runtime, startPodWith(ctx, b, d.Runtime, img.Ref, "scale-warm", ns))
 	var ctrdSide *scaleSide
 	if c := dialBaseline(b); c != nil {
 		c.pull(ctx, b, img.Ref)
-		removePod(ctx, b, c.Runtime, startPodWith(ctx, b, c.Runtime, img.Ref, "scale-warm", hostNetwork))
-		ctrdSide = &scaleSide{rt: c.Runtime, procs: func() []int { return c.procs(b) }, rss: func() float64 { return c.rssMiB(b) }}
+		removePod(ctx, b, c.Runtime, startPodWith(ctx, b, c.Runtime, img.Ref, "scale-warm", ns))
+		ctrdSide = &scaleSide{rt: c.Runtime, procs: func() []int { return c.procs(b) }, rss: func() float64 { return c.rssMiB(b) }, ns: ns}
 	}
 
 	pods := scalePods(b)
@@ -80,17 +102,21 @@ func BenchmarkScale(b *testing.B) {
 		if ctrdSide != nil {
 			ctrd.add(ctrdSide.measure(ctx, b, img.Ref, pods))
 		}
-		var f scaleFigures
-		f.start, f.teardown, f.startCPU, f.teardownCPU = runcScale(b, bundle, pods)
-		runc.add(f)
+		if ns == hostNetwork {
+			var f scaleFigures
+			f.start, f.teardown, f.startCPU, f.teardownCPU = runcScale(b, bundle, pods)
+			runc.add(f)
+		}
 	}
 	b.StopTimer()
 	crib.report(b, "crib", float64(b.N))
 	n := float64(b.N)
-	b.ReportMetric(runc.start.Seconds()/n, "runc-start-s")
-	b.ReportMetric(runc.teardown.Seconds()/n, "runc-teardown-s")
-	b.ReportMetric(float64(runc.startCPU.Milliseconds())/n/float64(pods), "runc-start-cpu-ms/pod")
-	b.ReportMetric(float64(runc.teardownCPU.Milliseconds())/n/float64(pods), "runc-teardown-cpu-ms/pod")
+	if ns == hostNetwork {
+		b.ReportMetric(runc.start.Seconds()/n, "runc-start-s")
+		b.ReportMetric(runc.teardown.Seconds()/n, "runc-teardown-s")
+		b.ReportMetric(float64(runc.startCPU.Milliseconds())/n/float64(pods), "runc-start-cpu-ms/pod")
+		b.ReportMetric(float64(runc.teardownCPU.Milliseconds())/n/float64(pods), "runc-teardown-cpu-ms/pod")
+	}
 	if ctrdSide != nil {
 		ctrd.report(b, "containerd", float64(b.N))
 		b.ReportMetric(crib.start.Seconds()/ctrd.start.Seconds(), "start-crib/containerd")
@@ -105,6 +131,8 @@ type scaleSide struct {
 	rt    runtimeapi.RuntimeServiceClient
 	procs func() []int
 	rss   func() float64
+	// ns are the namespaces of its pods.
+	ns *runtimeapi.NamespaceOption
 }
 
 // scaleFigures are what one side measured, summed over iterations.
@@ -208,7 +236,7 @@ func (s scaleSide) measure(ctx context.Context, b *testing.B, image string, pods
 	cpu := machineCPU(b)
 	start := time.Now()
 	err := eachAtOnce(pods, func(i int) error {
-		pod, ctr := podConfigs(image, fmt.Sprintf("scale-%d", i), hostNetwork)
+		pod, ctr := podConfigs(image, fmt.Sprintf("scale-%d", i), s.ns)
 		began := time.Now()
 		id, err := runPod(ctx, s.rt, pod, ctr)
 		took[i] = time.Since(began)
