@@ -123,19 +123,27 @@ func StopSystemdUnits(prefix string) error {
 // Threads is the number of threads of process pid, from its status.
 func Threads(t testing.TB, pid int) int {
 	t.Helper()
+	return ProcStatus(t, pid, "Threads")
+}
+
+// ProcStatus is the number a field of /proc/PID/status holds ("Threads",
+// "PPid", "VmRSS" in kB: a unit after the number is dropped).
+func ProcStatus(t testing.TB, pid int, field string) int {
+	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(rest))
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			value, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			n, err := strconv.Atoi(value)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("pid %d: %s %q: %v", pid, field, rest, err)
 			}
 			return n
 		}
 	}
-	t.Fatalf("pid %d: no Threads in its status", pid)
+	t.Fatalf("pid %d: no %s in its status", pid, field)
 	return 0
 }

@@ -195,19 +195,5 @@ func pssMiB(b *testing.B, pids []int) float64 {
 // rssMiB is the resident set of pid (VmRSS).
 func rssMiB(b *testing.B, pid int) float64 {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			if err != nil {
-				b.Fatalf("pid %d: VmRSS %q: %v", pid, rest, err)
-			}
-			return float64(kib) / 1024
-		}
-	}
-	b.Fatalf("pid %d: no VmRSS", pid)
-	return 0
+	return float64(testutil.ProcStatus(b, pid, "VmRSS")) / 1024
 }

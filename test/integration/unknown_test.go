@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,23 +158,7 @@ func procStart(pid int) string {
 // ppid is the parent of pid.
 func ppid(t *testing.T, pid int) int {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "PPid:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no PPid in /proc/%d/status", pid)
-	return 0
+	return testutil.ProcStatus(t, pid, "PPid")
 }
 
 // cmdline is pid's command line, arguments joined by spaces.
