@@ -159,7 +159,10 @@ func (m *Manager) kill(ctx context.Context, e *entry, rt *ociruntime.Runtime) er
 // processes. A container that is gone, or whose init exited meanwhile (its
 // own exit racing the stop), needs no signal: its exit is then waited for.
 func (m *Manager) signal(ctx context.Context, e *entry, rt *ociruntime.Runtime, sig syscall.Signal, all bool) error {
-	err := rt.Kill(ctx, e.c.ID, sig, all)
+	err := m.signalByMonitor(ctx, e, sig, all)
+	if err != nil && !errdefs.IsNotFound(err) {
+		err = rt.Kill(ctx, e.c.ID, sig, all)
+	}
 	if err == nil || errdefs.IsNotFound(err) {
 		return nil
 	}
@@ -170,6 +173,26 @@ func (m *Manager) signal(ctx context.Context, e *entry, rt *ociruntime.Runtime, 
 		return nil
 	}
 	return err
+}
+
+// signalByMonitor has the container's monitor send sig through the pidfd
+// it holds of the init, which spares the OCI runtime's kill: a process as
+// costly as the rest of a container's teardown (issue #26). It serves a
+// signal for the init alone, and one for all the container's processes
+// when the init is the init of the container's own PID namespace: the
+// kernel kills the rest of the namespace with it. Any error but
+// errdefs.ErrNotFound (the init has exited) leaves the signal to the
+// runtime: a monitor of an older crib, or none.
+func (m *Manager) signalByMonitor(ctx context.Context, e *entry, sig syscall.Signal, all bool) error {
+	c, err := m.Get(e.c.ID)
+	if err != nil {
+		return err
+	}
+	ownPIDNamespace := c.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
+	if c.State != Running || (all && !(ownPIDNamespace && sig == syscall.SIGKILL)) {
+		return fmt.Errorf("signal %v to container %s: the runtime's to send: %w", sig, c.ID, errdefs.ErrNotImplemented)
+	}
+	return monitor.SignalInit(ctx, m.socket(c.ID), sig)
 }
 
 // stopSignal is the signal that stops c: the CRI config's, else the

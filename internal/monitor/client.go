@@ -67,6 +67,23 @@ func (c *Client) ReopenLog(ctx context.Context) error {
 	return nil
 }
 
+// SignalInit sends sig to the container's init through the pidfd its
+// monitor (at socket) holds, so that it cannot reach another process that got the init's pid.
+// An init that has exited yields errdefs.ErrNotFound; a monitor that
+// cannot send it (one older than this request, a kernel without pidfds),
+// some other error, after which the OCI runtime's kill is the way.
+func SignalInit(ctx context.Context, socket string, sig syscall.Signal) error {
+	c := &Client{socket: socket}
+	r, err := c.call(ctx, fmt.Sprintf("%s %d", cmdSignal, int(sig)))
+	if err != nil {
+		return fmt.Errorf("signal container init: %w", err)
+	}
+	if r.Exited {
+		return fmt.Errorf("signal container init: %w", errInitExited)
+	}
+	return nil
+}
+
 // call sends one command and decodes the answer.
 func (c *Client) call(ctx context.Context, cmd string) (reply, error) {
 	conn, err := dial(ctx, c.socket)

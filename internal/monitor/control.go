@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
 )
 
 // ioTimeout bounds how long the monitor waits on a client's request or for
@@ -29,6 +31,8 @@ type controlServer struct {
 	handlers sync.WaitGroup
 	// attach is set before serve starts; nil refuses attach.
 	attach *attachPoint
+	// signal is set before serve starts; nil refuses signals.
+	signal func(unix.Signal) error
 }
 
 // listenControl binds the control socket at path, replacing a stale one.
@@ -72,7 +76,8 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 		return
 	}
 	var r reply
-	switch strings.TrimSpace(line) {
+	cmd, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch cmd {
 	case cmdAttach:
 		s.serveAttach(conn)
 		return
@@ -82,6 +87,8 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 		} else {
 			r.OK = true
 		}
+	case cmdSignal:
+		r = s.sendSignal(arg)
 	case cmdWait:
 		_ = conn.SetReadDeadline(time.Time{})
 		<-s.exited
@@ -93,6 +100,24 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 	b, _ := json.Marshal(r)
 	_ = conn.SetWriteDeadline(time.Now().Add(ioTimeout))
 	_, _ = conn.Write(append(b, '\n'))
+}
+
+// sendSignal answers "signal N".
+func (s *controlServer) sendSignal(arg string) reply {
+	n, err := strconv.Atoi(arg)
+	if err != nil || n <= 0 || n > 64 {
+		return reply{Error: fmt.Sprintf("signal: bad signal number %q", arg)}
+	}
+	if s.signal == nil {
+		return reply{Error: "signal: not served"}
+	}
+	switch err := s.signal(unix.Signal(n)); {
+	case errors.Is(err, errInitExited):
+		return reply{Exited: true}
+	case err != nil:
+		return reply{Error: err.Error()}
+	}
+	return reply{OK: true}
 }
 
 // finish answers pending waits with e, stops accepting, removes the

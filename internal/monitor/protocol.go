@@ -13,6 +13,8 @@ const (
 	// cmdAttach streams the container's output to the client and the
 	// client's input to the container.
 	cmdAttach = "attach"
+	// cmdSignal ("signal N") sends signal N to the container's init.
+	cmdSignal = "signal"
 )
 
 // maxRequest bounds a request line.
@@ -23,4 +25,6 @@ type reply struct {
 	OK    bool   `json:"ok,omitempty"`
 	Error string `json:"error,omitempty"`
 	Exit  *Exit  `json:"exit,omitempty"`
+	// Exited answers a signal for an init that has exited.
+	Exited bool `json:"exited,omitempty"`
 }

@@ -39,6 +39,7 @@ type container struct {
 	stdin    *os.File
 	terminal *os.File
 	oom      *oomWatch
+	init     initProcess
 }
 
 // outputs are the container's output streams with their log names and
@@ -87,6 +88,8 @@ func (m *monitor) run(syncPipe *os.File) error {
 		stdinOnce: m.cfg.StdinOnce,
 	}
 	ctl.attach = attach
+	ctl.signal = c.init.signal
+	defer c.init.release()
 	var copiers sync.WaitGroup
 	var pipes []*os.File
 	for _, s := range c.outputs() {
@@ -161,7 +164,7 @@ func (m *monitor) create() (*container, error) {
 		p.closeOurEnds()
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
 	}
-	return &container{pid: pid, stdout: p.out, stderr: p.errR, stdin: p.in, oom: watchOOM(pid)}, nil
+	return &container{pid: pid, stdout: p.out, stderr: p.errR, stdin: p.in, oom: watchOOM(pid), init: holdInit(pid)}, nil
 }
 
 // ReadPidFile reads the container's pid the runtime wrote at path. The

@@ -56,7 +56,7 @@ func (m *monitor) createTerminal(rt *ociruntime.Runtime, runtimeLog string) (*co
 		master.Close()
 		return nil, fmt.Errorf("create container %s: %w", cfg.ID, err)
 	}
-	c := &container{pid: pid, stdout: master, terminal: master, oom: watchOOM(pid)}
+	c := &container{pid: pid, stdout: master, terminal: master, oom: watchOOM(pid), init: holdInit(pid)}
 	if cfg.Stdin {
 		c.stdin = master
 	}

@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestStopSignalsThroughMonitor checks who signals a stopping container.
+// The monitor sends the stop signal, and the SIGKILL of a container that
+// is the init of its own PID namespace, through its pidfd of the init:
+// the runtime's kill is not run, and still nothing of the container is
+// left. A container in the pod's shared PID namespace is killed by the
+// runtime (`kill --all`), which finds its processes by cgroup.
+func TestStopSignalsThroughMonitor(t *testing.T) {
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Skip("needs runc")
+	}
+	e := newEnv(t)
+	// A runc that records its arguments, through a drop-in of the
+	// daemon's config.
+	calls := filepath.Join(e.d.Dir, "runc-calls")
+	wrapper := filepath.Join(e.d.Dir, "recording-runc")
+	script := fmt.Sprintf("#!/bin/sh\necho \" $* \" >> %s\nexec %s \"$@\"\n", calls, runc)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dropIns := strings.TrimSuffix(e.d.Config, ".toml") + ".d"
+	if err := os.MkdirAll(dropIns, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dropIns, "50-recording-runc.toml"), fmt.Appendf(nil, "[runtimes.runc]\npath = %q\n", wrapper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.d.Restart(t)
+
+	// kills returns the runtime's kill calls since the last call.
+	kills := func() []string {
+		t.Helper()
+		b, err := os.ReadFile(calls)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(calls, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, " kill ") {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+		return out
+	}
+	// A background child with a command line of its own, to look for on
+	// the host once the container is stopped.
+	marker := fmt.Sprintf("%d", 4000+time.Now().UnixNano()%100000)
+	leftChildren := func() []string { return processesWithArg(marker) }
+	stop := func(id string, timeout int64) {
+		t.Helper()
+		if _, err := e.rt().StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
+			t.Fatalf("StopContainer %s: %v", id, err)
+		}
+	}
+
+	pod := e.podConfig("stopsig")
+	podID := e.runPod(pod)
+
+	// The stop signal: the init traps it and exits 3.
+	graceful := e.run(podID, pod, e.ctrConfig("graceful", "sh", "-c",
+		"trap 'exit 3' TERM; sleep 3600 & wait"))
+	e.waitState(graceful, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
+	// The trap is set once the shell runs its wait.
+	eventually(t, 10*time.Second, "the graceful container's sleep", func() bool {
+		return len(e.exec(graceful, "pidof", "sleep").Stdout) > 0
+	})
+	kills()
+	stop(graceful, 30)
+	if st := e.status(graceful); st.ExitCode != 3 {
+		t.Errorf("graceful container's exit code %d, want 3 (its TERM trap)", st.ExitCode)
+	}
+	if k := kills(); len(k) != 0 {
+		t.Errorf("the stop signal went through the runtime: %q", k)
+	}
+
+	// SIGKILL of a PID namespace's init takes the whole namespace.
+	own := e.run(podID, pod, e.ctrConfig("own", "sh", "-c", "sleep "+marker+" & sleep 3600"))
+	eventually(t, 10*time.Second, "the own-namespace container's child", func() bool { return len(leftChildren()) == 1 })
+	kills()
+	stop(own, 0)
+	if st := e.status(own); st.ExitCode != 137 {
+		t.Errorf("killed container's exit code %d, want 137", st.ExitCode)
+	}
+	if k := kills(); len(k) != 0 {
+		t.Errorf("the kill of a container in its own PID namespace went through the runtime: %q", k)
+	}
+	eventually(t, 10*time.Second, "no process of the killed container", func() bool { return len(leftChildren()) == 0 })
+
+	// In the pod's PID namespace the init is the pod's: the runtime kills
+	// the container's processes by cgroup.
+	shared := e.podConfig("stopsig-shared")
+	shared.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+	sharedID := e.runPod(shared)
+	cfg := e.ctrConfig("shared", "sh", "-c", "sleep "+marker+" & sleep 3600")
+	cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+	inPod := e.run(sharedID, shared, cfg)
+	eventually(t, 10*time.Second, "the shared-namespace container's child", func() bool { return len(leftChildren()) == 1 })
+	kills()
+	stop(inPod, 0)
+	if k := kills(); len(k) != 1 || !strings.Contains(k[0], "--all") {
+		t.Errorf("runtime kill calls for a container in the pod's PID namespace: %q, want one with --all", k)
+	}
+	eventually(t, 10*time.Second, "no process of the killed shared-namespace container", func() bool { return len(leftChildren()) == 0 })
+}
+
+// processesWithArg lists the pids of the host's processes with arg among
+// their arguments.
+func processesWithArg(arg string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, ent := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, a := range bytes.Split(cmdline, []byte{0}) {
+			if string(a) == arg {
+				pids = append(pids, ent.Name())
+				break
+			}
+		}
+	}
+	return pids
+}
