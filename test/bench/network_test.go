@@ -100,6 +100,21 @@ func startPodWith(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServic
 	return id
 }
 
+// addContainer creates and starts one more busybox sleeping, named name,
+// in the pod podID of uid (a pod of podConfigs).
+func addContainer(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, podID, image, uid, name string, ns *runtimeapi.NamespaceOption) {
+	b.Helper()
+	pod, ctr := podConfigs(image, uid, ns)
+	ctr.Metadata.Name = name
+	c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, SandboxConfig: pod, Config: ctr})
+	if err != nil {
+		b.Fatalf("create container %s in pod %s: %v", name, uid, err)
+	}
+	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+		b.Fatalf("start container %s in pod %s: %v", name, uid, err)
+	}
+}
+
 // podConfigs are the configs of a pod of the given namespaces whose one
 // container is a busybox sleeping.
 func podConfigs(image, uid string, ns *runtimeapi.NamespaceOption) (*runtimeapi.PodSandboxConfig, *runtimeapi.ContainerConfig) {
