@@ -23,8 +23,12 @@ import (
 	"github.com/crib-dev/crib/internal/ociruntime"
 )
 
-// killWait bounds how long Stop waits for a SIGKILLed container to go.
-const killWait = 10 * time.Second
+// killWait bounds how long Stop waits for a SIGKILLed container to go;
+// after killSoon without its exit, the runtime kills it too.
+const (
+	killWait = 10 * time.Second
+	killSoon = 2 * time.Second
+)
 
 // Stop stops a container: its stop signal, then SIGKILL after timeout. A
 // container that is not running, or unknown, is fine.
@@ -141,7 +145,21 @@ func (m *Manager) kill(ctx context.Context, e *entry, rt *ociruntime.Runtime) er
 	}
 	killCtx, cancel := context.WithTimeout(ctx, killWait)
 	defer cancel()
-	if !waitExited(killCtx, e) {
+	soonCtx, cancelSoon := context.WithTimeout(killCtx, killSoon)
+	exited := waitExited(soonCtx, e)
+	cancelSoon()
+	if !exited {
+		// The runtime's kill of all by cgroup as well: it also thaws a
+		// frozen cgroup (a checkpoint cut short), where a SIGKILL waits,
+		// and reaches a process put in the cgroup from outside the
+		// container's PID namespace, which the monitor's kill of the init
+		// does not.
+		if err := rt.Kill(ctx, id, syscall.SIGKILL, true); err != nil && !errdefs.IsNotFound(err) {
+			m.log.Warn("runtime kill after the monitor's", "container", id, "err", err)
+		}
+		exited = waitExited(killCtx, e)
+	}
+	if !exited {
 		// The monitor has not reported: believe the runtime if it says
 		// the container is gone, rather than the state machine.
 		st, err := rt.State(ctx, id)
@@ -176,24 +194,33 @@ func (m *Manager) signal(ctx context.Context, e *entry, rt *ociruntime.Runtime, 
 }
 
 // signalByMonitor has the container's monitor send sig through the pidfd
-// it holds of the init, which spares the OCI runtime's kill: a process as
-// costly as the rest of a container's teardown (issue #26). It serves a
-// signal for the init alone, and one for all the container's processes
-// when the init is the init of the container's own PID namespace: the
-// kernel kills the rest of the namespace with it. Any error but
+// it holds of the init, which spares a runtime process (`runc kill` costs
+// as much as the rest of a container's teardown, issue #26). The monitor
+// serves a signal for the init alone, and a SIGKILL for all the
+// container's processes when the init is the init of its own PID
+// namespace, which the kernel then ends whole. Any error but
 // errdefs.ErrNotFound (the init has exited) leaves the signal to the
-// runtime: a monitor of an older crib, or none.
+// runtime, which kills by cgroup: a container in the pod's or the node's
+// PID namespace or another container's, a monitor of an older crib, one
+// that is gone or does not answer within monitorSignalTimeout. (A monitor
+// that took the request and then stalled past it may have sent it: the
+// stop signal can then come twice.)
 func (m *Manager) signalByMonitor(ctx context.Context, e *entry, sig syscall.Signal, all bool) error {
 	c, err := m.Get(e.c.ID)
 	if err != nil {
 		return err
 	}
-	ownPIDNamespace := c.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
-	if c.State != Running || (all && !(ownPIDNamespace && sig == syscall.SIGKILL)) {
-		return fmt.Errorf("signal %v to container %s: the runtime's to send: %w", sig, c.ID, errdefs.ErrNotImplemented)
+	if c.State != Running {
+		return fmt.Errorf("signal %v to container %s: not running: %w", sig, c.ID, errdefs.ErrNotImplemented)
 	}
-	return monitor.SignalInit(ctx, m.socket(c.ID), sig)
+	ctx, cancel := context.WithTimeout(ctx, monitorSignalTimeout)
+	defer cancel()
+	return monitor.SignalInit(ctx, m.socket(c.ID), sig, all)
 }
+
+// monitorSignalTimeout bounds a signal request to a monitor, which answers
+// at once unless it is stuck.
+const monitorSignalTimeout = 5 * time.Second
 
 // stopSignal is the signal that stops c: the CRI config's, else the
 // image's STOPSIGNAL, else SIGTERM.

@@ -68,13 +68,19 @@ func (c *Client) ReopenLog(ctx context.Context) error {
 }
 
 // SignalInit sends sig to the container's init through the pidfd its
-// monitor (at socket) holds, so that it cannot reach another process that got the init's pid.
-// An init that has exited yields errdefs.ErrNotFound; a monitor that
-// cannot send it (one older than this request, a kernel without pidfds),
-// some other error, after which the OCI runtime's kill is the way.
-func SignalInit(ctx context.Context, socket string, sig syscall.Signal) error {
+// monitor (at socket) holds, so that it cannot reach another process that
+// got the init's pid; with all, to all the container's processes, which
+// the monitor does only as a SIGKILL of the init of the container's own
+// PID namespace. An init that has exited yields errdefs.ErrNotFound. Any
+// other error (a monitor that cannot do it, one older than this request,
+// one gone) leaves the signal to the OCI runtime's kill.
+func SignalInit(ctx context.Context, socket string, sig syscall.Signal, all bool) error {
 	c := &Client{socket: socket}
-	r, err := c.call(ctx, fmt.Sprintf("%s %d", cmdSignal, int(sig)))
+	req := fmt.Sprintf("%s %d", cmdSignal, int(sig))
+	if all {
+		req += " " + signalAll
+	}
+	r, err := c.call(ctx, req)
 	if err != nil {
 		return fmt.Errorf("signal container init: %w", err)
 	}

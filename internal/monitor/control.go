@@ -32,7 +32,7 @@ type controlServer struct {
 	// attach is set before serve starts; nil refuses attach.
 	attach *attachPoint
 	// signal is set before serve starts; nil refuses signals.
-	signal func(unix.Signal) error
+	signal func(sig unix.Signal, all bool) error
 }
 
 // listenControl binds the control socket at path, replacing a stale one.
@@ -102,16 +102,17 @@ func (s *controlServer) handle(conn *net.UnixConn) {
 	_, _ = conn.Write(append(b, '\n'))
 }
 
-// sendSignal answers "signal N".
+// sendSignal answers "signal N" and "signal N all".
 func (s *controlServer) sendSignal(arg string) reply {
-	n, err := strconv.Atoi(arg)
-	if err != nil || n <= 0 || n > 64 {
-		return reply{Error: fmt.Sprintf("signal: bad signal number %q", arg)}
+	num, scope, _ := strings.Cut(arg, " ")
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || n > 64 || (scope != "" && scope != signalAll) {
+		return reply{Error: fmt.Sprintf("signal: bad arguments %q", arg)}
 	}
 	if s.signal == nil {
 		return reply{Error: "signal: not served"}
 	}
-	switch err := s.signal(unix.Signal(n)); {
+	switch err := s.signal(unix.Signal(n), scope == signalAll); {
 	case errors.Is(err, errInitExited):
 		return reply{Exited: true}
 	case err != nil:

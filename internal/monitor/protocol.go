@@ -13,8 +13,11 @@ const (
 	// cmdAttach streams the container's output to the client and the
 	// client's input to the container.
 	cmdAttach = "attach"
-	// cmdSignal ("signal N") sends signal N to the container's init.
+	// cmdSignal ("signal N") sends signal N to the container's init;
+	// "signal 9 all" kills all the container's processes, which the monitor
+	// does only when the init is its PID namespace's.
 	cmdSignal = "signal"
+	signalAll = "all"
 )
 
 // maxRequest bounds a request line.
@@ -25,6 +28,6 @@ type reply struct {
 	OK    bool   `json:"ok,omitempty"`
 	Error string `json:"error,omitempty"`
 	Exit  *Exit  `json:"exit,omitempty"`
-	// Exited answers a signal for an init that has exited.
+	// Exited answers a signal for an init that has exited (and was reaped).
 	Exited bool `json:"exited,omitempty"`
 }

@@ -11,14 +11,17 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 // TestStopSignalsThroughMonitor checks who signals a stopping container.
 // The monitor sends the stop signal, and the SIGKILL of a container that
 // is the init of its own PID namespace, through its pidfd of the init:
 // the runtime's kill is not run, and still nothing of the container is
-// left. A container in the pod's shared PID namespace is killed by the
-// runtime (`kill --all`), which finds its processes by cgroup.
+// left. A container in the pod's shared PID namespace, whose init is not
+// its namespace's, is killed by the runtime (`kill --all`), which finds
+// its processes by cgroup.
 func TestStopSignalsThroughMonitor(t *testing.T) {
 	runc, err := exec.LookPath("runc")
 	if err != nil {
@@ -139,4 +142,51 @@ func processesWithArg(arg string) []string {
 		}
 	}
 	return pids
+}
+
+// TestStopFrozenContainer stops a container whose cgroup is frozen (as a
+// checkpoint cut short by a crash may leave it): the monitor's SIGKILL
+// waits on the frozen init, so after a moment the runtime's kill, which
+// thaws the cgroup, must end it, and the stop succeeds.
+func TestStopFrozenContainer(t *testing.T) {
+	e := newEnv(t)
+	pod := e.podConfig("frozen")
+	podID := e.runPod(pod)
+	marker := fmt.Sprintf("%d", 5000+time.Now().UnixNano()%100000)
+	id := e.run(podID, pod, e.ctrConfig("c", "sleep", marker))
+	var pids []string
+	eventually(t, 10*time.Second, "the container's init on the host", func() bool {
+		pids = processesWithArg(marker)
+		return len(pids) == 1
+	})
+	cgroups, err := os.ReadFile(filepath.Join("/proc", pids[0], "cgroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var freeze, value string
+	for _, line := range strings.Split(string(cgroups), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if testutil.Unified() && parts[0] == "0" {
+			freeze, value = filepath.Join("/sys/fs/cgroup", parts[2], "cgroup.freeze"), "1"
+		}
+		if !testutil.Unified() && parts[1] == "freezer" {
+			freeze, value = filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state"), "FROZEN"
+		}
+	}
+	if freeze == "" {
+		t.Skipf("no freezer cgroup in %q", cgroups)
+	}
+	if err := os.WriteFile(freeze, []byte(value), 0o644); err != nil {
+		t.Fatalf("freeze the container: %v", err)
+	}
+	if _, err := e.rt().StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 0}); err != nil {
+		t.Fatalf("StopContainer of a frozen container: %v", err)
+	}
+	if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 {
+		t.Errorf("frozen container after stop: %s, exit code %d; want exited, 137", st.State, st.ExitCode)
+	}
+	eventually(t, 10*time.Second, "no process of the frozen container", func() bool { return len(processesWithArg(marker)) == 0 })
 }
