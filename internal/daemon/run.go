@@ -82,6 +82,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 	apiLis, err := listen(d.apiSocket(), 0o600)
 	if err != nil {
 		lis.Close()
+		_ = os.Remove(d.cfg.Socket)
 		return err
 	}
 	d.grpc = grpc.NewServer(
@@ -119,7 +120,11 @@ func (d *Daemon) serve(ctx context.Context) error {
 // apiSocket is where crib's local API is served.
 func (d *Daemon) apiSocket() string { return filepath.Join(d.cfg.State, api.SocketName) }
 
-// listen opens a unix socket with mode, replacing a stale one.
+// listen opens a unix socket at path with mode, replacing a stale one. It
+// is bound under a hidden name beside path and renamed into place once it
+// has its mode, so that nobody ever finds it at path with the umask's mode
+// (a test that looked at once saw 0755 under emulation). Shutdown removes
+// it from path.
 func listen(path string, mode os.FileMode) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
 		return nil, fmt.Errorf("create socket dir: %w", err)
@@ -131,13 +136,25 @@ func listen(path string, mode os.FileMode) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
-	lis, err := net.Listen("unix", path)
+	bound := filepath.Join(filepath.Dir(path), "."+filepath.Base(path))
+	if err := os.Remove(bound); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: bound, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, mode); err != nil {
+	// Its name changes: Shutdown removes it from path.
+	lis.SetUnlinkOnClose(false)
+	if err := os.Chmod(bound, mode); err != nil {
 		lis.Close()
+		_ = os.Remove(bound)
 		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	if err := os.Rename(bound, path); err != nil {
+		lis.Close()
+		_ = os.Remove(bound)
+		return nil, fmt.Errorf("put socket in place: %w", err)
 	}
 	return lis, nil
 }
