@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,4 +166,29 @@ func waitLog(t *testing.T, path, s string, within time.Duration) string {
 		return strings.Contains(string(data), s)
 	})
 	return string(data)
+}
+
+// wrapRunc restarts the daemon with its runc handler running a shell
+// script named name that runs prelude (sh, with runc's arguments as "$@"),
+// then execs the runc of PATH, set through a drop-in of the daemon's config.
+// Without runc in PATH the test is skipped.
+func (e *env) wrapRunc(name, prelude string) {
+	e.t.Helper()
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		e.t.Skip("needs runc")
+	}
+	wrapper := filepath.Join(e.d.Dir, name)
+	script := fmt.Sprintf("#!/bin/sh\n%s\nexec %s \"$@\"\n", prelude, runc)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	dropIns := strings.TrimSuffix(e.d.Config, ".toml") + ".d"
+	if err := os.MkdirAll(dropIns, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dropIns, "50-"+name+".toml"), fmt.Appendf(nil, "[runtimes.runc]\npath = %q\n", wrapper), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	e.d.Restart(e.t)
 }

@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,26 +14,9 @@ import (
 // runtime made it: it waits for the start's outcome, and then the
 // container runs and answers an exec.
 func TestRestartDuringStartWaitsForIt(t *testing.T) {
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Skip("needs runc")
-	}
 	e := newEnv(t)
-	// A runc that takes 3 s before it runs a container, through a drop-in
-	// of the daemon's config.
-	slow := filepath.Join(e.d.Dir, "slow-runc")
-	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" run \"*) sleep 3 ;; esac\nexec %s \"$@\"\n", runc)
-	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dropIns := strings.TrimSuffix(e.d.Config, ".toml") + ".d"
-	if err := os.MkdirAll(dropIns, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dropIns, "50-slow-runc.toml"), fmt.Appendf(nil, "[runtimes.runc]\npath = %q\n", slow), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e.d.Restart(t)
+	// A runc that takes 3 s before it runs a container.
+	e.wrapRunc("slow-runc", `case " $* " in *" run "*) sleep 3 ;; esac`)
 
 	pod := e.podConfig("slowstart")
 	podID := e.runPod(pod)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,27 +22,10 @@ import (
 // its namespace's, is killed by the runtime (`kill --all`), which finds
 // its processes by cgroup.
 func TestStopSignalsThroughMonitor(t *testing.T) {
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Skip("needs runc")
-	}
 	e := newEnv(t)
-	// A runc that records its arguments, through a drop-in of the
-	// daemon's config.
+	// A runc that records its arguments.
 	calls := filepath.Join(e.d.Dir, "runc-calls")
-	wrapper := filepath.Join(e.d.Dir, "recording-runc")
-	script := fmt.Sprintf("#!/bin/sh\necho \" $* \" >> %s\nexec %s \"$@\"\n", calls, runc)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dropIns := strings.TrimSuffix(e.d.Config, ".toml") + ".d"
-	if err := os.MkdirAll(dropIns, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dropIns, "50-recording-runc.toml"), fmt.Appendf(nil, "[runtimes.runc]\npath = %q\n", wrapper), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e.d.Restart(t)
+	e.wrapRunc("recording-runc", fmt.Sprintf(`echo " $* " >> %s`, calls))
 
 	// kills returns the runtime's kill calls since the last call.
 	kills := func() []string {
