@@ -15,16 +15,7 @@ import (
 // the answer must be errInitExited, not a signal sent.
 func TestInitSignal(t *testing.T) {
 	cmd := exec.Command("sleep", "3600")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := holdInit(cmd.Process.Pid)
-	defer p.release()
-	if p.pidfd == nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Skip("no pidfds on this kernel")
-	}
+	p := startHeld(t, cmd)
 	if p.nsInit {
 		t.Errorf("a child in the host's PID namespace taken for a namespace's init")
 	}
@@ -35,11 +26,7 @@ func TestInitSignal(t *testing.T) {
 	if err := p.signal(unix.SIGTERM, false); err != nil {
 		t.Fatalf("signal a running process: %v", err)
 	}
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
-		t.Fatalf("process ended with %v, want killed by SIGTERM", err)
-	}
+	wantKilledBy(t, cmd, syscall.SIGTERM)
 	if err := p.signal(unix.SIGKILL, false); !errors.Is(err, errInitExited) {
 		t.Fatalf("signal a reaped process: %v, want errInitExited", err)
 	}
@@ -57,16 +44,7 @@ func TestNamespaceInitKilledWhole(t *testing.T) {
 	}
 	cmd := exec.Command("sleep", "3600")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := holdInit(cmd.Process.Pid)
-	defer p.release()
-	if p.pidfd == nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Skip("no pidfds on this kernel")
-	}
+	p := startHeld(t, cmd)
 	if !p.nsInit {
 		t.Errorf("the init of a new PID namespace not seen as such")
 	}
@@ -76,10 +54,38 @@ func TestNamespaceInitKilledWhole(t *testing.T) {
 	if err := p.signal(unix.SIGKILL, true); err != nil {
 		t.Fatalf("kill all: %v", err)
 	}
+	wantKilledBy(t, cmd, syscall.SIGKILL)
+}
+
+// startHeld starts cmd and holds it as monitor holds a container's init,
+// skipping the test on a kernel without pidfds. The process is released
+// (and killed, should the test end early) at the test's end.
+func startHeld(t *testing.T, cmd *exec.Cmd) initProcess {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := holdInit(cmd.Process.Pid)
+	t.Cleanup(func() {
+		p.release()
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	if p.pidfd == nil {
+		t.Skip("no pidfds on this kernel")
+	}
+	return p
+}
+
+// wantKilledBy waits for cmd and fails unless sig ended it.
+func wantKilledBy(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) {
+	t.Helper()
 	err := cmd.Wait()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("process ended with %v, want killed by SIGKILL", err)
+	if !errors.As(err, &exit) || exit.ProcessState.Sys().(syscall.WaitStatus).Signal() != sig {
+		t.Fatalf("process ended with %v, want killed by %v", err, sig)
 	}
 }
 
