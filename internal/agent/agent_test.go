@@ -392,6 +392,58 @@ func TestAgentAdoptsAndCleansUpAfterRestart(t *testing.T) {
 	}
 }
 
+// A pod the runtime lost while the agent was down has nothing to sync: the
+// housekeeping finds it by its directory and removes the directory and the
+// logs, and leaves the logs of pods that are not the agent's.
+func TestAgentHousekeepingRemovesWhatAGonePodLeft(t *testing.T) {
+	f := newRuntimeFakes(t)
+	snap := only(loadPods(t, twoPods), "web")
+	web := podNamed(t, snap, "web")
+	first := f.start(t)
+	first.send(t, snap)
+	first.waitRunning(t, f, web)
+	first.stop()
+
+	podDir := filepath.Join(f.root, "pods", string(web.UID))
+	if _, err := os.Stat(podDir); err != nil {
+		t.Fatalf("the running pod has no directory: %v", err)
+	}
+	logs := filepath.Join(f.root, "logs")
+	webLogs := filepath.Join(logs, "default_web_"+string(web.UID))
+	strangerLogs := filepath.Join(logs, "default_web_"+string(web.UID)+"0")
+	for _, dir := range []string{webLogs, strangerLogs} {
+		if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "app", "0.log"), []byte("hi\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.rt.Lock()
+	for id, c := range f.rt.Containers {
+		if c.Labels[labels.PodUID] == string(web.UID) {
+			delete(f.rt.Containers, id)
+		}
+	}
+	for id, s := range f.rt.Sandboxes {
+		if s.Labels[labels.PodUID] == string(web.UID) {
+			delete(f.rt.Sandboxes, id)
+		}
+	}
+	f.rt.Unlock()
+
+	second := f.start(t)
+	second.send(t, only(snap))
+	gone := func(p string) bool { _, err := os.Stat(p); return os.IsNotExist(err) }
+	waitFor(t, "the gone pod's directory and logs removed", func() bool {
+		f.clk.Step(2 * time.Second)
+		return gone(podDir) && gone(webLogs)
+	})
+	if gone(strangerLogs) {
+		t.Errorf("the logs of a pod that is not the agent's (%s) were removed", strangerLogs)
+	}
+}
+
 func equalStrings(a, b []string) bool {
 	if len(a) != len(b) {
 		return false

@@ -83,8 +83,9 @@ func (a *Agent) relist(ctx context.Context, all bool) bool {
 	return true
 }
 
-// housekeeping removes the directories and cgroups of pods that neither a
-// manifest nor the runtime knows any more and trims backoff records.
+// housekeeping removes the directories, logs and cgroups of pods that
+// neither a manifest nor the runtime knows any more and trims backoff
+// records.
 func (a *Agent) housekeeping(ctx context.Context) {
 	uids, err := a.volumes.Pods()
 	if err != nil {
@@ -105,6 +106,10 @@ func (a *Agent) housekeeping(ctx context.Context) {
 				a.log.Warn("remove the cgroup of a gone pod", "uid", uid, "err", err)
 				continue
 			}
+		}
+		if err := a.rt.RemovePodLogs(uid); err != nil {
+			a.log.Warn("remove the logs of a gone pod", "uid", uid, "err", err)
+			continue
 		}
 		if err := (podDirs{a.volumes, a.userns}).Remove(ctx, uid); err != nil {
 			a.log.Warn("remove volumes of a gone pod", "uid", uid, "err", err)

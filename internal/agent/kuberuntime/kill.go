@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -156,16 +157,43 @@ func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRunt
 			return fmt.Errorf("remove cgroup of pod %s: %w", pr.UID, err)
 		}
 	}
+	// The logs go before the pod's directory: the directory is what the
+	// agent's housekeeping finds a half-removed pod by.
+	if err := m.RemovePodLogs(pr.UID); err != nil {
+		return err
+	}
 	if err := m.cfg.Volumes.Remove(ctx, pr.UID); err != nil {
 		return fmt.Errorf("remove volumes of pod %s: %w", pr.UID, err)
 	}
-	if dir := m.logDir(pr); dir != "" {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("remove logs of pod %s: %w", pr.UID, err)
-		}
-	}
 	if len(pr.Observed.Sandboxes)+len(pr.Observed.Containers) > 0 {
 		m.cfg.Log.Info("pod removed", "pod", pr.Namespace+"/"+pr.Name, "uid", pr.UID)
+	}
+	return nil
+}
+
+// RemovePodLogs removes the log directories of the pod with this UID. It
+// finds them by UID alone, <namespace>_<name>_<uid> (neither a namespace
+// nor a name holds "_"), so that a pod whose sandboxes are gone, and with
+// them its name, still loses its logs.
+func (m *Manager) RemovePodLogs(uid string) error {
+	root := m.cfg.PodConfig.PodLogRoot
+	if root == "" || uid == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list pod log directories: %w", err)
+	}
+	for _, e := range entries {
+		if parts := strings.Split(e.Name(), "_"); len(parts) != 3 || parts[2] != uid {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			return fmt.Errorf("remove logs of pod %s: %w", uid, err)
+		}
 	}
 	return nil
 }

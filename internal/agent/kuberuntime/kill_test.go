@@ -83,6 +83,31 @@ func TestTerminatePod(t *testing.T) {
 	}
 }
 
+// A teardown retried after the sandboxes went knows the pod by UID alone;
+// its logs go all the same, and only its.
+func TestTerminatePodByUIDRemovesLogs(t *testing.T) {
+	logRoot := t.TempDir()
+	e := newEnv(t, func(c *Config) { c.PodConfig.PodLogRoot = logRoot })
+	mine := filepath.Join(logRoot, "default_web_uid-1")
+	others := []string{filepath.Join(logRoot, "default_web_uid-10"), filepath.Join(logRoot, "uid-1")}
+	for _, dir := range append(others, mine) {
+		if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.m.TerminatePod(e.ctx, nil, &PodRuntime{UID: "uid-1"}); err != nil {
+		t.Fatalf("TerminatePod: %v", err)
+	}
+	if _, err := os.Stat(mine); !os.IsNotExist(err) {
+		t.Errorf("pod log dir %s still there: %v", mine, err)
+	}
+	for _, dir := range others {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("log dir %s of another pod: %v", dir, err)
+		}
+	}
+}
+
 func TestTerminatePodWithoutSpecUsesStoredGracePeriod(t *testing.T) {
 	e := newEnv(t)
 	pod := testPod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(17)) })
