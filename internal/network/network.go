@@ -279,6 +279,10 @@ func (m *Manager) Setup(ctx context.Context, p Pod) ([]net.IP, error) {
 	return ips, nil
 }
 
+// teardownTimeout bounds a pod's CNI DEL, which its caller cannot cut
+// short; it is the kubelet's default runtime request timeout.
+const teardownTimeout = 2 * time.Minute
+
 // Teardown detaches the pod with the configuration it was attached with,
 // or the current one when none was recorded. Detaching a pod that is not
 // attached is not an error.
@@ -289,6 +293,14 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 		// pod could have been attached with.
 		return nil
 	}
+	// The DEL runs to its end whatever becomes of the caller's context: a
+	// kubelet that gave up on StopPodSandbox must not have the plugins
+	// killed half-way, since a plugin cannot always find again what it
+	// had left to undo (the bridge plugin finds the masquerade rules it
+	// removes through the addresses of the link it deleted first, so a
+	// DEL cut between the two leaves the rules for good).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
 	began := time.Now()
 	err := m.cni.DelNetworkList(ctx, list, runtimeConf(p))
 	m.observe("del", began, err)

@@ -211,6 +211,31 @@ func TestSetupTeardown(t *testing.T) {
 		t.Errorf("IP %v still reserved after Teardown: %v", ips[0], err)
 	}
 
+	// A caller that gave up (a kubelet's StopPodSandbox that timed out)
+	// does not cut the DEL short: the pod's link and address go all the
+	// same.
+	ips, err = m.Setup(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaveUp, giveUp := context.WithCancel(ctx)
+	giveUp()
+	if err := m.Teardown(gaveUp, pod); err != nil {
+		t.Fatalf("Teardown for a caller that gave up: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ipamDir, "crib-test", ips[0].String())); !os.IsNotExist(err) {
+		t.Errorf("IP %v still reserved after a Teardown whose caller gave up: %v", ips[0], err)
+	}
+	err = netns.Do(pod.NetNS, func() error {
+		if _, err := net.InterfaceByName("eth0"); err == nil {
+			return fmt.Errorf("the pod's eth0 is still there")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+
 	// Without its namespace (a crash lost it), a pod's address is still
 	// released.
 	ips, err = m.Setup(ctx, pod)
