@@ -158,8 +158,14 @@ func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRunt
 		}
 	}
 	// The logs go before the pod's directory: the directory is what the
-	// agent's housekeeping finds a half-removed pod by.
-	if err := m.RemovePodLogs(pr.UID); err != nil {
+	// agent's housekeeping finds a half-removed pod by. The pod's name
+	// gives its log directory; a pod known by UID alone (a teardown retried
+	// after its sandboxes went) has it looked for.
+	if dir := m.logDir(pr); dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove logs of pod %s: %w", pr.UID, err)
+		}
+	} else if err := m.RemovePodLogs(pr.UID); err != nil {
 		return err
 	}
 	if err := m.cfg.Volumes.Remove(ctx, pr.UID); err != nil {
@@ -174,7 +180,8 @@ func (m *Manager) TerminatePod(ctx context.Context, pod *corev1.Pod, pr *PodRunt
 // RemovePodLogs removes the log directories of the pod with this UID. It
 // finds them by UID alone, <namespace>_<name>_<uid> (neither a namespace
 // nor a name holds "_"), so that a pod whose sandboxes are gone, and with
-// them its name, still loses its logs.
+// them its name, still loses its logs. It reads the whole log root: it is
+// for pods whose name is lost, not for every teardown.
 func (m *Manager) RemovePodLogs(uid string) error {
 	root := m.cfg.PodConfig.PodLogRoot
 	if root == "" || uid == "" {
