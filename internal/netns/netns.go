@@ -38,6 +38,9 @@ type Request struct {
 	Kinds []Kind
 	// Hostname is set in the new UTS namespace, if one is made.
 	Hostname string
+	// Hold, when set, keeps the namespaces: each pin is a symlink to it,
+	// not a bind mount.
+	Hold Holder
 }
 
 // Pin creates the requested namespaces, pins them under req.Dir and returns
@@ -64,7 +67,7 @@ func Pin(req Request) (map[Kind]string, error) {
 	}()
 	r := <-done
 	if r.err != nil {
-		_ = Remove(req.Dir)
+		_ = Remove(req.Dir, req.Hold)
 		return nil, r.err
 	}
 	return r.paths, nil
@@ -86,13 +89,8 @@ func pinOnThread(req Request) (map[Kind]string, error) {
 	paths := make(map[Kind]string, len(req.Kinds))
 	for _, k := range req.Kinds {
 		target := filepath.Join(req.Dir, string(k))
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o400)
-		if err != nil {
-			return nil, fmt.Errorf("pin %s namespace: %w", k, err)
-		}
-		f.Close()
 		src := fmt.Sprintf("/proc/%d/task/%d/ns/%s", os.Getpid(), tid, k)
-		if err := mount.Bind(src, target); err != nil {
+		if err := pinFile(req.Hold, src, target); err != nil {
 			return nil, fmt.Errorf("pin %s namespace: %w", k, err)
 		}
 		paths[k] = target
@@ -131,9 +129,14 @@ func loopbackUp() error {
 	return nil
 }
 
-// Remove unpins every namespace under dir and deletes dir. A dir that does
-// not exist is fine.
-func Remove(dir string) error {
+// Remove unpins every namespace under dir, bind-mounted or held by hold,
+// and deletes dir. A dir that does not exist is fine.
+func Remove(dir string, hold Holder) error {
+	if hold != nil {
+		if _, err := hold.Drop(dir + "/"); err != nil {
+			return fmt.Errorf("unpin namespaces: %w", err)
+		}
+	}
 	if err := mount.UnmountTree(dir); err != nil {
 		return fmt.Errorf("unpin namespaces: %w", err)
 	}

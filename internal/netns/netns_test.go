@@ -26,7 +26,7 @@ func TestPinAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = Remove(dir) })
+	t.Cleanup(func() { _ = Remove(dir, nil) })
 
 	// The pinning goroutine may have run on the main thread, which the Go
 	// runtime then parks for good, so /proc/self is no reference: compare
@@ -71,7 +71,7 @@ func TestPinAndRemove(t *testing.T) {
 		t.Errorf("loopback up=%v addrs=%v, want up with addresses", up, addrs)
 	}
 
-	if err := Remove(dir); err != nil {
+	if err := Remove(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -80,7 +80,7 @@ func TestPinAndRemove(t *testing.T) {
 	if points, _ := mount.Under(dir); len(points) != 0 {
 		t.Errorf("mounts left after Remove: %v", points)
 	}
-	if err := Remove(dir); err != nil {
+	if err := Remove(dir, nil); err != nil {
 		t.Errorf("second Remove: %v", err)
 	}
 }

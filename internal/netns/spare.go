@@ -10,8 +10,6 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/crib-dev/crib/internal/mount"
 )
 
 // Spares keeps network namespaces made ahead of need, loopback up. Making
@@ -42,7 +40,7 @@ func (s *Spares) Warm() { s.refill() }
 // reports false, having made nothing, when no spare is ready. Its
 // replacement waits for Warm: making a namespace takes kernel locks that
 // the CNI plugins setting up the pod want too.
-func (s *Spares) Take(target string) (bool, error) {
+func (s *Spares) Take(target string, hold Holder) (bool, error) {
 	s.mu.Lock()
 	if len(s.ready) == 0 {
 		s.mu.Unlock()
@@ -53,12 +51,7 @@ func (s *Spares) Take(target string) (bool, error) {
 	s.mu.Unlock()
 	defer ns.Close()
 
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o400)
-	if err != nil {
-		return false, fmt.Errorf("pin spare network namespace: %w", err)
-	}
-	f.Close()
-	if err := mount.BindFD(int(ns.Fd()), target); err != nil {
+	if err := pinAt(hold, int(ns.Fd()), target); err != nil {
 		_ = os.Remove(target)
 		return false, fmt.Errorf("pin spare network namespace: %w", err)
 	}
@@ -75,7 +68,7 @@ func (s *Spares) Pin(req Request) (map[Kind]string, error) {
 		return nil, fmt.Errorf("pin namespaces: %w", err)
 	}
 	target := filepath.Join(req.Dir, string(Net))
-	took, err := s.Take(target)
+	took, err := s.Take(target, req.Hold)
 	if err != nil {
 		s.log.Warn("take a spare network namespace; making one", "err", err)
 	}

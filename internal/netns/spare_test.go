@@ -17,7 +17,7 @@ import (
 func takeSpare(t *testing.T, s *Spares, target string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		took, err := s.Take(target)
+		took, err := s.Take(target, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,8 +36,8 @@ func TestSpareIsANewNetworkNamespaceWithLoopbackUp(t *testing.T) {
 	t.Cleanup(s.Close)
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	t.Cleanup(func() { _ = Remove(dir) })
-	if took, err := s.Take(first); took || err != nil {
+	t.Cleanup(func() { _ = Remove(dir, nil) })
+	if took, err := s.Take(first, nil); took || err != nil {
 		t.Fatalf("Take before Warm = %v, %v; want nothing", took, err)
 	}
 	if _, err := os.Stat(first); !os.IsNotExist(err) {
@@ -81,7 +81,7 @@ func TestSparesTakeNothingOnceClosed(t *testing.T) {
 	s.Warm()
 	s.Close()
 	target := filepath.Join(t.TempDir(), "net")
-	if took, err := s.Take(target); took || err != nil {
+	if took, err := s.Take(target, nil); took || err != nil {
 		t.Fatalf("Take after Close = %v, %v; want nothing", took, err)
 	}
 	// Nor does Warm start making one.

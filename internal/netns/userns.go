@@ -9,8 +9,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/crib-dev/crib/internal/mount"
 )
 
 // User is the kind of a pod's own user namespace. Pin never makes one:
@@ -75,14 +73,14 @@ func PinIn(cmd *exec.Cmd, user UserNS, req Request) (map[Kind]string, error) {
 	// process whose uid is not mapped there has no capabilities in it.
 	attr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	if err := cmd.Start(); err != nil {
-		_ = Remove(req.Dir)
+		_ = Remove(req.Dir, req.Hold)
 		return nil, fmt.Errorf("start the first process of the pod's user namespace: %w", err)
 	}
 	paths, err := pinFrom(cmd.Process.Pid, append([]Kind{User}, req.Kinds...), req)
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		_ = Remove(req.Dir)
+		_ = Remove(req.Dir, req.Hold)
 		return nil, err
 	}
 	return paths, nil
@@ -94,12 +92,7 @@ func pinFrom(pid int, kinds []Kind, req Request) (map[Kind]string, error) {
 	paths := make(map[Kind]string, len(kinds))
 	for _, k := range kinds {
 		target := filepath.Join(req.Dir, string(k))
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o400)
-		if err != nil {
-			return nil, fmt.Errorf("pin %s namespace: %w", k, err)
-		}
-		f.Close()
-		if err := mount.Bind(fmt.Sprintf("/proc/%d/ns/%s", pid, k), target); err != nil {
+		if err := pinFile(req.Hold, fmt.Sprintf("/proc/%d/ns/%s", pid, k), target); err != nil {
 			return nil, fmt.Errorf("pin %s namespace: %w", k, err)
 		}
 		paths[k] = target

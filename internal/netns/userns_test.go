@@ -60,7 +60,7 @@ func TestPinInNamespacesAreOwnedByThePodsUserNamespace(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	t.Cleanup(func() { _ = Remove(dir) })
+	t.Cleanup(func() { _ = Remove(dir, nil) })
 
 	userns := inode(t, paths[User])
 	if userns == inode(t, "/proc/self/ns/user") {

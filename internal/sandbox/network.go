@@ -9,7 +9,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
-	"github.com/crib-dev/crib/internal/mount"
+	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 )
 
@@ -131,7 +131,7 @@ func (m *Manager) detach(ctx context.Context, s *Sandbox, force bool) error {
 	// A creation that died before it pinned the namespace leaves a plain
 	// file or nothing there: the plugins can only release addresses then,
 	// which CNI asks of them when given no namespace.
-	if pinned, err := mount.IsMountPoint(p.NetNS); err != nil || !pinned {
+	if pinned, err := netns.IsPinned(p.NetNS); err != nil || !pinned {
 		p.NetNS = ""
 	}
 	if err := m.network.Teardown(ctx, p); err != nil {

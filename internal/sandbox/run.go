@@ -264,7 +264,7 @@ func (m *Manager) userNamespaceSupport(userns *netns.UserNS, handler string) err
 // kept as the init of the pod's PID namespace when the pod shares one, else
 // ended at once.
 func (m *Manager) pinNamespaces(s *Sandbox, kinds []netns.Kind, hostname string, userns *netns.UserNS) (map[netns.Kind]string, error) {
-	req := netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname}
+	req := netns.Request{Dir: filepath.Join(s.Dir, "ns"), Kinds: kinds, Hostname: hostname, Hold: m.cfg.NSHold}
 	if userns == nil {
 		return m.pin(req)
 	}

@@ -112,6 +112,10 @@ type Config struct {
 	// NetNSSpares, when set, holds network namespaces made ahead of need,
 	// which pods on a CNI network take instead of making their own.
 	NetNSSpares *netns.Spares
+	// NSHold, when set, keeps the pods' namespaces as descriptors, so
+	// that a pin is a symlink rather than a mount in the host's table;
+	// nil pins them with bind mounts.
+	NSHold netns.Holder
 	// UserNamespaces says whether pods of a runtime handler can have user
 	// namespaces of their own: nil if so, else an error saying what is
 	// missing. Unset means never.

@@ -146,7 +146,7 @@ func (m *Manager) release(ctx context.Context, s *Sandbox, forceDetach bool) err
 			errs = append(errs, err)
 		}
 	}
-	if err := netns.Remove(s.Dir + "/ns"); err != nil {
+	if err := netns.Remove(s.Dir+"/ns", m.cfg.NSHold); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,148 @@
+package netns
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crib-dev/crib/internal/nshold"
+)
+
+// holder runs a namespace holder in this process and returns a client.
+func holder(t *testing.T) *nshold.Client {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "hold.sock")
+	ln, err := nshold.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = nshold.NewHolder(slog.New(slog.NewTextHandler(io.Discard, nil))).Serve(ln) }()
+	c, err := nshold.Dial(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func mountCount(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// Held pins are links to the holder's descriptors: the namespaces are the
+// pod's, set up as bind-mounted ones are, and the host's mount table does
+// not grow.
+func TestPinHeld(t *testing.T) {
+	requiresRoot(t)
+	hold := holder(t)
+	dir := filepath.Join(t.TempDir(), "ns")
+	before := mountCount(t)
+	paths, err := Pin(Request{Dir: dir, Kinds: []Kind{Net, IPC, UTS}, Hostname: "held-pod", Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Remove(dir, hold) })
+	if after := mountCount(t); after != before {
+		t.Errorf("mounts went from %d to %d, want none added", before, after)
+	}
+	for _, k := range []Kind{Net, IPC, UTS} {
+		link, err := os.Readlink(paths[k])
+		if err != nil || !strings.HasPrefix(link, "/proc/") {
+			t.Errorf("%s pin %s: link %q, %v; want a link to the holder", k, paths[k], link, err)
+		}
+		if pinned, err := IsPinned(paths[k]); err != nil || !pinned {
+			t.Errorf("IsPinned(%s) = %v, %v", paths[k], pinned, err)
+		}
+	}
+	var hostname string
+	err = Do(paths[Net], func() error {
+		f, err := os.Open(paths[UTS])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWUTS); err != nil {
+			return err
+		}
+		var u unix.Utsname
+		if err := unix.Uname(&u); err != nil {
+			return err
+		}
+		hostname = unix.ByteSliceToString(u.Nodename[:])
+		return nil
+	})
+	if err != nil || hostname != "held-pod" {
+		t.Errorf("hostname in the held UTS namespace %q, %v; want held-pod", hostname, err)
+	}
+
+	if err := Remove(dir, hold); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("dir after Remove: %v", err)
+	}
+	if held, err := hold.List(); err != nil || len(held) != 0 {
+		t.Errorf("the holder keeps %v (%v) after Remove", held, err)
+	}
+	if err := Remove(dir, hold); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+}
+
+// A plain file where a pin should be (a creation that died before it
+// pinned) or a link whose holder dropped it is not a pinned namespace.
+func TestIsPinnedRefusesWhatIsNot(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "net")
+	if err := os.WriteFile(plain, nil, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "gone")
+	if err := os.Symlink("/proc/self/fd/987654", dangling); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{plain, dangling, filepath.Join(dir, "absent")} {
+		if pinned, err := IsPinned(p); err != nil || pinned {
+			t.Errorf("IsPinned(%s) = %v, %v; want false", p, pinned, err)
+		}
+	}
+	if pinned, err := IsPinned("/proc/self/ns/net"); err != nil || !pinned {
+		t.Errorf("IsPinned(/proc/self/ns/net) = %v, %v; want true", pinned, err)
+	}
+}
+
+// A spare network namespace taken with a holder is held, not mounted.
+func TestSpareTakenHeld(t *testing.T) {
+	requiresRoot(t)
+	hold := holder(t)
+	s := NewSpares(1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer s.Close()
+	s.refill()
+	s.fills.Wait()
+	dir := filepath.Join(t.TempDir(), "ns")
+	before := mountCount(t)
+	paths, err := s.Pin(Request{Dir: dir, Kinds: []Kind{Net, IPC}, Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Remove(dir, hold) }()
+	if after := mountCount(t); after != before {
+		t.Errorf("mounts went from %d to %d, want none added", before, after)
+	}
+	if held, err := hold.List(); err != nil || len(held) != 2 {
+		t.Errorf("holder table %v (%v), want the pod's net and ipc", held, err)
+	}
+	if pinned, err := IsPinned(paths[Net]); err != nil || !pinned {
+		t.Errorf("IsPinned(net) = %v, %v", pinned, err)
+	}
+}
