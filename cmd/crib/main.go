@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/crib-dev/crib/internal/nshold"
 )
 
 const usage = `crib: a Kubernetes node runtime
@@ -68,6 +70,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return monitorMain(args[1:])
 	case "pause":
 		return pauseMain()
+	case "hold":
+		// The namespace holder, when crib runs as its own monitor binary.
+		return nshold.Main(args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

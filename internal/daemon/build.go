@@ -17,6 +17,7 @@ import (
 	"github.com/crib-dev/crib/internal/monitor"
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
+	"github.com/crib-dev/crib/internal/nshold"
 	"github.com/crib-dev/crib/internal/ociruntime"
 	"github.com/crib-dev/crib/internal/ocispec"
 	"github.com/crib-dev/crib/internal/resclass"
@@ -115,6 +116,12 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 	// longer to make it than the rest of a pod's namespaces.
 	d.netnsSpares = netns.NewSpares(1, d.log)
 	d.opened.add("spare network namespaces", func() error { d.netnsSpares.Close(); return nil })
+	// The pods' namespaces are held by one process of their own, started
+	// at the first pod, so that pinning them adds nothing to the host's
+	// mount table; a holder that outlived a daemon is taken over.
+	hold := &nshold.Lazy{Bin: d.monitorBin, Socket: filepath.Join(d.cfg.State, "nshold.sock"),
+		LogPath: filepath.Join(d.cfg.State, "nshold.log")}
+	d.opened.add("namespace holder connection", hold.Close)
 	cdiRegistry := cdi.New(d.cfg.CDI.SpecDirs)
 	var sbPlugins sandbox.Plugins
 	var ctrPlugins container.Plugins
@@ -138,6 +145,7 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		Events:       d.events,
 		Tracer:       d.metrics,
 		NetNSSpares:  d.netnsSpares,
+		NSHold:       hold,
 		// The container manager knows the handlers' runtimes; it is made
 		// next, before any request.
 		UserNamespaces: func(handler string) error { return d.containers.UserNamespaces(handler) },

@@ -12,8 +12,9 @@
 //	drop PREFIX  -> "ok COUNT", the descriptors whose key starts with PREFIX closed
 //	list         -> "KEY N" per descriptor, then "end"
 //
-// It outlives the daemon that started it, as monitors do, and exits once it
-// holds nothing and no client is connected.
+// It outlives the daemon that started it, as monitors do, and exits once a
+// drop took the last descriptor it held, or it holds nothing and its last
+// client went: a node without pods has no holder.
 package nshold
 
 import (
@@ -81,7 +82,16 @@ func (h *Holder) Serve(ln *net.UnixListener) error {
 // endIfIdle ends Serve when nothing is held and no client is connected.
 // The caller holds h.mu.
 func (h *Holder) endIfIdle() {
-	if !h.ended && len(h.held) == 0 && h.conns == 0 {
+	if h.conns == 0 {
+		h.endIfEmptied()
+	}
+}
+
+// endIfEmptied ends Serve when nothing is held: a drop took the last
+// descriptor, so no process of the node needs the holder until a next pod,
+// whose daemon starts a new one. The caller holds h.mu.
+func (h *Holder) endIfEmptied() {
+	if !h.ended && len(h.held) == 0 {
 		h.ended = true
 		close(h.done)
 	}
@@ -163,6 +173,11 @@ func (h *Holder) handle(req string, fds []int) []string {
 		h.mu.Unlock()
 		for _, f := range gone {
 			f.Close()
+		}
+		if len(gone) > 0 {
+			h.mu.Lock()
+			h.endIfEmptied()
+			h.mu.Unlock()
 		}
 		return []string{"ok " + strconv.Itoa(len(gone))}
 	case "list":

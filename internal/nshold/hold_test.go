@@ -136,8 +136,8 @@ func TestBadRequests(t *testing.T) {
 }
 
 // The holder outlives its clients while it holds something, and ends once
-// it holds nothing and no client is connected.
-func TestHolderEndsWhenEmptyAndAlone(t *testing.T) {
+// a drop took the last thing it held, its client still connected.
+func TestHolderEndsWhenEmptied(t *testing.T) {
 	socket, done := serve(t)
 	c, err := Dial(socket)
 	if err != nil {
@@ -161,17 +161,17 @@ func TestHolderEndsWhenEmptyAndAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial again: %v", err)
 	}
+	defer c.Close()
 	if n, err := c.Drop("sb/"); err != nil || n != 1 {
 		t.Fatalf("Drop = %d, %v", n, err)
 	}
-	c.Close()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the holder did not end once empty and alone")
+		t.Fatal("the holder did not end once emptied")
 	}
 	if _, err := Listen(socket); err != nil {
 		t.Errorf("a new holder cannot take the socket of one that ended: %v", err)
@@ -180,6 +180,7 @@ func TestHolderEndsWhenEmptyAndAlone(t *testing.T) {
 
 func TestListenRefusesASocketInUse(t *testing.T) {
 	socket, _ := serve(t)
+	dial(t, socket) // a client keeps the empty holder serving
 	if _, err := Listen(socket); err == nil || !strings.Contains(err.Error(), "serves it already") {
 		t.Fatalf("Listen on a served socket: %v", err)
 	}

@@ -230,6 +230,17 @@ func (m *Manager) Restore(ctx context.Context) error {
 				return err
 			}
 		}
+		if s.State == Ready && !pinsHeld(s) {
+			// Its namespace holder ended while the pod had nothing running
+			// in them (a pod with a running container keeps them alive
+			// but cannot be joined by path any more): the pod is made
+			// anew, as when its pause process dies.
+			m.log.Info("pod namespaces gone with their holder; sandbox not ready", "sandbox", s.ID)
+			s.State = NotReady
+			if err := m.save(s); err != nil {
+				return err
+			}
+		}
 		m.byID[s.ID] = s
 		m.names.Hold(nameKey(s.Config.GetMetadata()), s.ID)
 	}
@@ -261,4 +272,17 @@ func (m *Manager) List() []Sandbox {
 	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
+}
+
+// pinsHeld reports whether each namespace the sandbox pinned still opens.
+func pinsHeld(s *Sandbox) bool {
+	for _, p := range []string{s.NetNS, s.IPCNS, s.UTSNS, s.UserNS} {
+		if p == "" {
+			continue
+		}
+		if ok, err := netns.IsPinned(p); err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -14,13 +14,12 @@ import (
 
 // The entries a running pod adds to the host's mount table, whatever its
 // containers (issue #26 asks for at most one; docs/perf/density-2026-11-27.md
-// weighs the ways there): a host-network pod has its IPC namespace pin and
-// its /dev/shm; a pod of its own network adds its network and UTS namespace
-// pins. A running container adds none: its rootfs is in its own mount
-// namespace only.
+// weighs the ways there): a pod has its /dev/shm; its namespaces are held
+// by the namespace holder's descriptors, not pinned by mounts. A running
+// container adds none: its rootfs is in its own mount namespace only.
 const (
-	hostNetworkPodMounts = 2
-	ownNetworkPodMounts  = 4
+	hostNetworkPodMounts = 1
+	ownNetworkPodMounts  = 1
 )
 
 // TestHostMountsPerPod: real pods, host-network (of one container and of
