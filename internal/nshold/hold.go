@@ -79,6 +79,13 @@ func (h *Holder) Serve(ln *net.UnixListener) error {
 	}
 }
 
+// ending reports whether Serve is ending.
+func (h *Holder) ending() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ended
+}
+
 // endIfIdle ends Serve when nothing is held and no client is connected.
 // The caller holds h.mu.
 func (h *Holder) endIfIdle() {
@@ -119,6 +126,12 @@ func (h *Holder) serveConn(conn *net.UnixConn) {
 			replies = []string{"error " + ferr.Error()}
 		case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
 			replies = []string{"error request too long"}
+		case h.ending():
+			// A holder that emptied is on its way out: what it took now
+			// would go with it. The client sees the connection end and
+			// starts a new holder.
+			closeAll(fds)
+			return
 		default:
 			replies = h.handle(strings.TrimSuffix(string(buf[:n]), "\n"), fds)
 			fds = nil // handle took them

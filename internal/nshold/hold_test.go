@@ -256,3 +256,29 @@ func TestJoinThroughHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A holder that emptied takes nothing more: a put then ends the
+// connection, unanswered, and the descriptor is not kept.
+func TestEmptiedHolderTakesNothing(t *testing.T) {
+	socket, done := serve(t)
+	c := dial(t, socket)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	if _, err := c.Put("sb/ipc", int(devnull.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Drop("sb/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put("sb2/ipc", int(devnull.Fd())); err == nil {
+		t.Fatal("a put to an emptied holder succeeded")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the emptied holder did not end")
+	}
+}
