@@ -165,7 +165,7 @@ func TestSetupTeardown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = netns.Remove(nsDir) })
+	t.Cleanup(func() { _ = netns.Remove(nsDir, nil) })
 	pod := Pod{ID: fmt.Sprintf("sandbox-%d", n), NetNS: paths[netns.Net], Name: "p", Namespace: "default", UID: "u"}
 	// The DEL without a namespace below releases the address but cannot
 	// find the masquerade rules (the bridge plugin finds them through the
