@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -56,18 +57,46 @@ func Start(bin, socket, logPath string) (*Client, error) {
 // Lazy is a connection to the holder made on first need: a daemon that
 // pins nothing starts no holder. A call that finds the connection broken
 // (the holder was killed) connects anew, starting a new holder for a put.
+// Each holder it connects to is watched: when one ends, Lost receives.
 type Lazy struct {
 	Bin, Socket, LogPath string
 
-	mu sync.Mutex
-	c  *Client
+	mu     sync.Mutex
+	c      *Client
+	lost   chan struct{}
+	closed bool
+	// watches are the connections that wait for their holder to end.
+	watches []*Client
+	// lostPid is the holder whose end Lost was last told.
+	lostPid int
+}
+
+// Lost receives after a holder this Lazy was connected to ended, what it
+// held gone with it: pins that linked to it no longer open. A holder ends
+// on its own when a drop empties it, and then nothing that was held is
+// missed. Receipts coalesce.
+func (l *Lazy) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostChan()
+}
+
+func (l *Lazy) lostChan() chan struct{} {
+	if l.lost == nil {
+		l.lost = make(chan struct{}, 1)
+	}
+	return l.lost
 }
 
 // client returns the connection, making it if start allows starting a
 // holder; nil with no error means no holder serves and none was started.
+// The caller holds l.mu.
 func (l *Lazy) client(start bool) (*Client, error) {
 	if l.c != nil {
 		return l.c, nil
+	}
+	if l.closed {
+		return nil, errors.New("namespace holder connection closed")
 	}
 	var err error
 	if start {
@@ -75,7 +104,55 @@ func (l *Lazy) client(start bool) (*Client, error) {
 	} else if c, derr := Dial(l.Socket); derr == nil {
 		l.c = c
 	}
+	if l.c != nil {
+		l.watch(l.c.Pid())
+	}
 	return l.c, err
+}
+
+// watch waits, on a connection of its own, for the holder pid to end and
+// then tells Lost. A watch that cannot connect, or finds another holder,
+// is given up: the holder it was for is already gone, which the caller's
+// next call finds.
+func (l *Lazy) watch(pid int) {
+	w, err := Dial(l.Socket)
+	if err != nil {
+		return
+	}
+	if w.Pid() != pid {
+		w.Close()
+		return
+	}
+	l.watches = append(l.watches, w)
+	lost := l.lostChan()
+	go func() {
+		buf := make([]byte, maxPacket)
+		for {
+			// The holder sends nothing unasked: a read returns only when
+			// the connection ends.
+			if _, err := w.conn.Read(buf); err != nil {
+				break
+			}
+		}
+		l.mu.Lock()
+		// A dying holder may still accept a connection, which then ends
+		// too: its end is told once.
+		tell := !l.closed && l.lostPid != pid
+		l.lostPid = pid
+		l.watches = slices.DeleteFunc(l.watches, func(c *Client) bool { return c == w })
+		if l.c != nil && l.c.Pid() == pid {
+			l.c.Close()
+			l.c = nil
+		}
+		l.mu.Unlock()
+		w.Close()
+		if tell {
+			select {
+			case lost <- struct{}{}:
+			default:
+			}
+		}
+	}()
 }
 
 // forget drops a connection a call found broken and reports whether it
@@ -122,10 +199,32 @@ func (l *Lazy) Drop(prefix string) (int, error) {
 	return n, err
 }
 
-// Close closes the connection, if any; the holder keeps what it holds.
+// List is Client.List; with no holder serving, nothing is held. It
+// connects to a holder that serves, which watches it from then on.
+func (l *Lazy) List() (map[string]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, err := l.client(false)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	held, err := c.List()
+	if l.forget(err) {
+		return nil, nil
+	}
+	return held, err
+}
+
+// Close closes the connections, if any; the holder keeps what it holds.
+// Lost receives nothing after it.
 func (l *Lazy) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
+	for _, w := range l.watches {
+		w.Close()
+	}
+	l.watches = nil
 	if l.c == nil {
 		return nil
 	}
