@@ -18,6 +18,8 @@ type Holder interface {
 	Put(key string, fd int) (string, error)
 	// Drop closes what the keys starting with prefix hold.
 	Drop(prefix string) (int, error)
+	// List returns every key held, with the path that opens it.
+	List() (map[string]string, error)
 }
 
 // pinAt pins the namespace open as fd at target: a symlink to its holder's
@@ -51,6 +53,34 @@ func pinFile(hold Holder, src, target string) error {
 	}
 	defer f.Close()
 	return pinAt(hold, int(f.Fd()), target)
+}
+
+// Repin pins anew at target, a pin whose holder ended, the namespace that
+// src opens (a /proc/PID/ns path of a process still in it): the holder
+// (a new one) takes it, and the link is replaced in one rename, so that
+// target never opens another namespace.
+func Repin(hold Holder, src, target string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("repin %s: %w", target, err)
+	}
+	defer f.Close()
+	path, err := hold.Put(target, int(f.Fd()))
+	if err != nil {
+		return fmt.Errorf("repin %s: %w", target, err)
+	}
+	tmp := target + ".repin"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(path, tmp); err != nil {
+		_, _ = hold.Drop(target)
+		return fmt.Errorf("repin %s: %w", target, err)
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		_, _ = hold.Drop(target)
+		return fmt.Errorf("repin %s: %w", target, err)
+	}
+	return nil
 }
 
 // IsPinned reports whether path opens a namespace: a bind-mounted pin, or

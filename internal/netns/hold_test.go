@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crib-dev/crib/internal/mount"
+
 	"github.com/crib-dev/crib/internal/nshold"
 )
 
@@ -27,16 +29,48 @@ func holder(t *testing.T) *nshold.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func mountCount(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	// A holder ends once a drop empties it (the daemon's connection then
+	// starts a new one); this one keeps a descriptor of no pod, so that a
+	// test's Removes all find it.
+	keep, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Count(string(b), "\n")
+	defer keep.Close()
+	if _, err := c.Put("keep", int(keep.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// heldUnder is what the holder holds for keys under dir.
+func heldUnder(t *testing.T, hold *nshold.Client, dir string) []string {
+	t.Helper()
+	held, err := hold.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range held {
+		if strings.HasPrefix(k, dir+"/") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// noMountsUnder fails the test if anything is mounted at or under dir.
+// (Not a count of the host's mounts: tests of other packages mount and
+// unmount meanwhile.)
+func noMountsUnder(t *testing.T, dir string) {
+	t.Helper()
+	points, err := mount.Under(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 0 {
+		t.Errorf("mounted under %s: %v, want nothing", dir, points)
+	}
 }
 
 // Held pins are links to the holder's descriptors: the namespaces are the
@@ -46,15 +80,12 @@ func TestPinHeld(t *testing.T) {
 	requiresRoot(t)
 	hold := holder(t)
 	dir := filepath.Join(t.TempDir(), "ns")
-	before := mountCount(t)
 	paths, err := Pin(Request{Dir: dir, Kinds: []Kind{Net, IPC, UTS}, Hostname: "held-pod", Hold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = Remove(dir, hold) })
-	if after := mountCount(t); after != before {
-		t.Errorf("mounts went from %d to %d, want none added", before, after)
-	}
+	noMountsUnder(t, dir)
 	for _, k := range []Kind{Net, IPC, UTS} {
 		link, err := os.Readlink(paths[k])
 		if err != nil || !strings.HasPrefix(link, "/proc/") {
@@ -91,8 +122,8 @@ func TestPinHeld(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("dir after Remove: %v", err)
 	}
-	if held, err := hold.List(); err != nil || len(held) != 0 {
-		t.Errorf("the holder keeps %v (%v) after Remove", held, err)
+	if held := heldUnder(t, hold, dir); len(held) != 0 {
+		t.Errorf("the holder keeps %v after Remove", held)
 	}
 	if err := Remove(dir, hold); err != nil {
 		t.Errorf("second Remove: %v", err)
@@ -130,19 +161,51 @@ func TestSpareTakenHeld(t *testing.T) {
 	s.refill()
 	s.fills.Wait()
 	dir := filepath.Join(t.TempDir(), "ns")
-	before := mountCount(t)
 	paths, err := s.Pin(Request{Dir: dir, Kinds: []Kind{Net, IPC}, Hold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = Remove(dir, hold) }()
-	if after := mountCount(t); after != before {
-		t.Errorf("mounts went from %d to %d, want none added", before, after)
-	}
-	if held, err := hold.List(); err != nil || len(held) != 2 {
-		t.Errorf("holder table %v (%v), want the pod's net and ipc", held, err)
+	noMountsUnder(t, dir)
+	if held := heldUnder(t, hold, dir); len(held) != 2 {
+		t.Errorf("held for the pod: %v, want its net and ipc", held)
 	}
 	if pinned, err := IsPinned(paths[Net]); err != nil || !pinned {
 		t.Errorf("IsPinned(net) = %v, %v", pinned, err)
+	}
+}
+
+// Repin moves a pin to another holder: the link then opens the same
+// namespace through the new holder, and outlives the old one dropping it.
+func TestRepinMovesAPinToAnotherHolder(t *testing.T) {
+	requiresRoot(t)
+	first, second := holder(t), holder(t)
+	dir := filepath.Join(t.TempDir(), "ns")
+	paths, err := Pin(Request{Dir: dir, Kinds: []Kind{Net}, Hold: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Remove(dir, first); _ = Remove(dir, second) })
+	var before, after unix.Stat_t
+	if err := unix.Stat(paths[Net], &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := Repin(second, paths[Net], paths[Net]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Drop(dir + "/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(paths[Net], &after); err != nil {
+		t.Fatalf("the repinned link does not open once the first holder dropped it: %v", err)
+	}
+	if after.Ino != before.Ino || after.Dev != before.Dev {
+		t.Errorf("the repinned link opens namespace %d, was %d", after.Ino, before.Ino)
+	}
+	if held := heldUnder(t, second, dir); len(held) != 1 {
+		t.Errorf("the second holder holds %v for the pod, want its net", held)
+	}
+	if leftover, _ := filepath.Glob(filepath.Join(dir, "*.repin")); len(leftover) != 0 {
+		t.Errorf("Repin left %v", leftover)
 	}
 }
