@@ -119,9 +119,9 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 	// The pods' namespaces are held by one process of their own, started
 	// at the first pod, so that pinning them adds nothing to the host's
 	// mount table; a holder that outlived a daemon is taken over.
-	hold := &nshold.Lazy{Bin: d.monitorBin, Socket: filepath.Join(d.cfg.State, "nshold.sock"),
+	d.nshold = &nshold.Lazy{Bin: d.monitorBin, Socket: filepath.Join(d.cfg.State, "nshold.sock"),
 		LogPath: filepath.Join(d.cfg.State, "nshold.log")}
-	d.opened.add("namespace holder connection", hold.Close)
+	d.opened.add("namespace holder connection", d.nshold.Close)
 	cdiRegistry := cdi.New(d.cfg.CDI.SpecDirs)
 	var sbPlugins sandbox.Plugins
 	var ctrPlugins container.Plugins
@@ -145,7 +145,7 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		Events:       d.events,
 		Tracer:       d.metrics,
 		NetNSSpares:  d.netnsSpares,
-		NSHold:       hold,
+		NSHold:       d.nshold,
 		// The container manager knows the handlers' runtimes; it is made
 		// next, before any request.
 		UserNamespaces: func(handler string) error { return d.containers.UserNamespaces(handler) },

@@ -20,6 +20,7 @@ import (
 	"github.com/crib-dev/crib/internal/netns"
 	"github.com/crib-dev/crib/internal/network"
 	"github.com/crib-dev/crib/internal/nri"
+	"github.com/crib-dev/crib/internal/nshold"
 	"github.com/crib-dev/crib/internal/runtimemetrics"
 	"github.com/crib-dev/crib/internal/sandbox"
 	"github.com/crib-dev/crib/internal/streaming"
@@ -54,8 +55,10 @@ type Daemon struct {
 	nri *nri.NRI
 	// netnsSpares are network namespaces made ahead of pods.
 	netnsSpares *netns.Spares
-	streams     *streaming.Server
-	server      *cri.Server
+	// nshold is the connection to the process holding pods' namespaces.
+	nshold  *nshold.Lazy
+	streams *streaming.Server
+	server  *cri.Server
 	// events carries the managers' lifecycle events to the CRI's
 	// GetContainerEvents streams.
 	events *lifecycle.Broadcaster[lifecycle.Event]

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"time"
+
+	"github.com/crib-dev/crib/internal/container"
 )
 
 // restore adopts what the previous daemon left: sandboxes first, then the
@@ -16,6 +18,8 @@ func (d *Daemon) restore(ctx context.Context) error {
 	if err := d.containers.Restore(ctx); err != nil {
 		return err
 	}
+	// Pods whose namespace holder ended while no daemon ran.
+	d.sandboxes.Rehold(ctx, d.runningPids)
 	// Checkpoints the last daemon died in: their work dirs and temporary
 	// archives, once the runtime it left dumping (if any) is done.
 	d.checkpoints.Recover(time.Minute)
@@ -26,4 +30,29 @@ func (d *Daemon) restore(ctx context.Context) error {
 		d.log.Warn("remove leftovers of interrupted pulls", "err", err)
 	}
 	return nil
+}
+
+// runningPids are the host pids of the sandbox's running containers.
+func (d *Daemon) runningPids(sandboxID string) []int {
+	var pids []int
+	for _, c := range d.containers.InSandbox(sandboxID) {
+		if c.State == container.Running && c.Pid > 0 {
+			pids = append(pids, c.Pid)
+		}
+	}
+	return pids
+}
+
+// watchHolder mends the pods' namespaces each time a namespace holder
+// ends under the running daemon (see sandbox.Manager.Rehold), until ctx
+// is done.
+func (d *Daemon) watchHolder(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.nshold.Lost():
+			d.sandboxes.Rehold(ctx, d.runningPids)
+		}
+	}
 }

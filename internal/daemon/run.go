@@ -44,6 +44,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.monitors.Warm()
 	d.netnsSpares.Warm()
 	go reclaim.Run(ctx, d.events, d.pullsEnded, reclaim.FreeHeap)
+	go d.watchHolder(ctx)
 	d.serveStreaming()
 	d.serveMetrics()
 	return d.serve(ctx)

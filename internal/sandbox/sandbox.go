@@ -184,7 +184,8 @@ func (m *Manager) save(s *Sandbox) error {
 }
 
 // Restore loads the sandboxes recorded on disk, rolls back creations the
-// daemon died in, and marks pods whose shared-PID init died as not ready.
+// daemon died in, marks pods whose shared-PID init died as not ready, and
+// has the namespace holder drop what it holds for no recorded sandbox.
 func (m *Manager) Restore(ctx context.Context) error {
 	var loaded []*Sandbox
 	err := m.db.ForEach(recordKind, []int{recordVersion}, func(id string, decode func(any) error) error {
@@ -230,19 +231,13 @@ func (m *Manager) Restore(ctx context.Context) error {
 				return err
 			}
 		}
-		if s.State == Ready && !pinsHeld(s) {
-			// Its namespace holder ended while the pod had nothing running
-			// in them (a pod with a running container keeps them alive
-			// but cannot be joined by path any more): the pod is made
-			// anew, as when its pause process dies.
-			m.log.Info("pod namespaces gone with their holder; sandbox not ready", "sandbox", s.ID)
-			s.State = NotReady
-			if err := m.save(s); err != nil {
-				return err
-			}
-		}
 		m.byID[s.ID] = s
 		m.names.Hold(nameKey(s.Config.GetMetadata()), s.ID)
+	}
+	// Pins whose holder ended are mended by Rehold, once the containers
+	// are restored too.
+	if err := m.dropUnknownHeld(); err != nil {
+		m.log.Warn("drop namespaces held for unrecorded sandboxes", "err", err)
 	}
 	return nil
 }
@@ -272,17 +267,4 @@ func (m *Manager) List() []Sandbox {
 	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
-}
-
-// pinsHeld reports whether each namespace the sandbox pinned still opens.
-func pinsHeld(s *Sandbox) bool {
-	for _, p := range []string{s.NetNS, s.IPCNS, s.UTSNS, s.UserNS} {
-		if p == "" {
-			continue
-		}
-		if ok, err := netns.IsPinned(p); err != nil || !ok {
-			return false
-		}
-	}
-	return true
 }
