@@ -191,6 +191,11 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 			return nil
 		})
 	}
+	if !pinsHeld(s) {
+		// The namespace holder was killed while the pod was made: the
+		// pins of the pod, not yet listed, would dangle unseen by Rehold.
+		return fmt.Errorf("the namespace holder ended while the pod was made: its namespaces are gone")
+	}
 	if err := s.State.to(Ready); err != nil {
 		return err
 	}
