@@ -1,7 +1,6 @@
-// Package nshold keeps pods' namespaces (and, where the kernel allows,
-// their detached /dev/shm mounts) open as descriptors of one process per
-// node, so that pinning them adds nothing to the host's mount table (issue
-// #26). A runtime joins such a namespace through /proc/PID/fd/N of the
+// Package nshold keeps pods' namespaces open as descriptors of one process
+// per node, so that pinning them adds nothing to the host's mount table
+// (issue #26). A runtime joins such a namespace through /proc/PID/fd/N of the
 // holder, or a symlink to it, as runc 1.1 and 1.5 and crun do
 // (docs/perf/density-2026-11-27.md).
 //
