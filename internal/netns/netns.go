@@ -130,18 +130,21 @@ func loopbackUp() error {
 }
 
 // Remove unpins every namespace under dir, bind-mounted or held by hold,
-// and deletes dir. A dir that does not exist is fine.
+// and deletes dir. A dir that does not exist is fine. The links go before
+// the holder drops what they name: a dropped descriptor's number is the
+// next put's, and a link left to it (a daemon killed in between) would
+// open another pod's namespace.
 func Remove(dir string, hold Holder) error {
-	if hold != nil {
-		if _, err := hold.Drop(dir + "/"); err != nil {
-			return fmt.Errorf("unpin namespaces: %w", err)
-		}
-	}
 	if err := mount.UnmountTree(dir); err != nil {
 		return fmt.Errorf("unpin namespaces: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove namespace dir: %w", err)
+	}
+	if hold != nil {
+		if _, err := hold.Drop(dir + "/"); err != nil {
+			return fmt.Errorf("unpin namespaces: %w", err)
+		}
 	}
 	return nil
 }
