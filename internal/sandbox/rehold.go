@@ -52,7 +52,13 @@ func (m *Manager) rehold(id string, pids func(string) []int) error {
 	if s.State != Ready || pinsHeld(s) {
 		return nil
 	}
-	for _, pid := range pids(id) {
+	candidates := pids(id)
+	if s.PausePid != 0 && pauseAlive(s) {
+		// A pod's pause is in its namespaces when a child of the pod's
+		// user namespace made them (netns.PinIn); else repin refuses it.
+		candidates = append(candidates, s.PausePid)
+	}
+	for _, pid := range candidates {
 		err := m.repin(s, pid)
 		if err == nil {
 			m.log.Info("pod namespaces pinned anew from a running container after their holder ended", "sandbox", id, "pid", pid)
