@@ -7,12 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
+// requestTimeout bounds a request and its reply: a holder that is stopped
+// or wedged fails the call rather than every pod operation behind it.
+const requestTimeout = 10 * time.Second
+
 // Client is a connection to a holder. Its calls are serialised: each waits
-// for its reply.
+// for its reply, within requestTimeout.
 type Client struct {
 	mu   sync.Mutex
 	conn *net.UnixConn
@@ -59,6 +64,9 @@ func (c *Client) Put(key string, fd int) (string, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
+		return "", err
+	}
 	if _, _, err := c.conn.WriteMsgUnix([]byte("put "+key), unix.UnixRights(fd), nil); err != nil {
 		return "", fmt.Errorf("hand %s to the namespace holder: %w", key, err)
 	}
@@ -78,6 +86,9 @@ func (c *Client) Put(key string, fd int) (string, error) {
 func (c *Client) Drop(prefix string) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
+		return 0, err
+	}
 	if _, err := c.conn.Write([]byte("drop " + prefix)); err != nil {
 		return 0, fmt.Errorf("drop %s from the namespace holder: %w", prefix, err)
 	}
@@ -96,6 +107,9 @@ func (c *Client) Drop(prefix string) (int, error) {
 func (c *Client) List() (map[string]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
+		return nil, err
+	}
 	if _, err := c.conn.Write([]byte("list")); err != nil {
 		return nil, fmt.Errorf("list the namespace holder: %w", err)
 	}

@@ -105,23 +105,28 @@ func (l *Lazy) client(start bool) (*Client, error) {
 		l.c = c
 	}
 	if l.c != nil {
-		l.watch(l.c.Pid())
+		if werr := l.watch(l.c.Pid()); werr != nil {
+			// An unwatched holder could die unnoticed, its pods' pins
+			// dangling: no connection rather than that.
+			l.c.Close()
+			l.c = nil
+			return nil, werr
+		}
 	}
 	return l.c, err
 }
 
 // watch waits, on a connection of its own, for the holder pid to end and
-// then tells Lost. A watch that cannot connect, or finds another holder,
-// is given up: the holder it was for is already gone, which the caller's
-// next call finds.
-func (l *Lazy) watch(pid int) {
+// then tells Lost. It fails when it cannot connect to that holder (it
+// ended meanwhile, or another serves).
+func (l *Lazy) watch(pid int) error {
 	w, err := Dial(l.Socket)
 	if err != nil {
-		return
+		return fmt.Errorf("watch the namespace holder: %w", err)
 	}
 	if w.Pid() != pid {
 		w.Close()
-		return
+		return fmt.Errorf("watch the namespace holder: holder %d serves, not %d", w.Pid(), pid)
 	}
 	l.watches = append(l.watches, w)
 	lost := l.lostChan()
@@ -153,12 +158,16 @@ func (l *Lazy) watch(pid int) {
 			}
 		}
 	}()
+	return nil
 }
 
 // forget drops a connection a call found broken and reports whether it
 // did.
 func (l *Lazy) forget(err error) bool {
-	broken := errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)
+	// A request that timed out leaves its reply to come: the connection
+	// cannot be trusted for the next one either.
+	broken := errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded)
 	if broken && l.c != nil {
 		l.c.Close()
 		l.c = nil
@@ -174,6 +183,11 @@ func (l *Lazy) Put(key string, fd int) (string, error) {
 	for attempt := 0; ; attempt++ {
 		c, err := l.client(true)
 		if err != nil {
+			if attempt == 0 {
+				// A holder that was dying when connected to (its
+				// watch could not follow): start a new one.
+				continue
+			}
 			return "", err
 		}
 		path, err := c.Put(key, fd)
