@@ -11,6 +11,7 @@ import (
 	"github.com/crib-dev/crib/internal/checkpoint"
 	"github.com/crib-dev/crib/internal/container"
 	"github.com/crib-dev/crib/internal/cri"
+	"github.com/crib-dev/crib/internal/ids"
 	"github.com/crib-dev/crib/internal/kernelstats"
 	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/metastore"
@@ -119,9 +120,18 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 	// The pods' namespaces are held by one process of their own, started
 	// at the first pod, so that pinning them adds nothing to the host's
 	// mount table; a holder that outlived a daemon is taken over.
-	d.nshold = &nshold.Lazy{Bin: d.monitorBin, Socket: filepath.Join(d.cfg.State, "nshold.sock"),
-		LogPath: filepath.Join(d.cfg.State, "nshold.log")}
-	d.opened.add("namespace holder connection", d.nshold.Close)
+	// A state directory whose paths the holder cannot carry pins with
+	// bind mounts, as before the holder.
+	var nsHold netns.Holder
+	holdSocket := filepath.Join(d.cfg.State, "nshold.sock")
+	longestKey := filepath.Join(d.cfg.State, "sandboxes", ids.New(), "ns", string(netns.User))
+	if err := nshold.CheckPaths(holdSocket, longestKey); err != nil {
+		d.log.Warn("pods' namespaces are pinned by bind mounts, not held", "err", err)
+	} else {
+		d.nshold = &nshold.Lazy{Bin: d.monitorBin, Socket: holdSocket, LogPath: filepath.Join(d.cfg.State, "nshold.log")}
+		d.opened.add("namespace holder connection", d.nshold.Close)
+		nsHold = d.nshold
+	}
 	cdiRegistry := cdi.New(d.cfg.CDI.SpecDirs)
 	var sbPlugins sandbox.Plugins
 	var ctrPlugins container.Plugins
@@ -145,7 +155,7 @@ func (d *Daemon) buildManagers(db *metastore.DB, pods *network.Manager, runtimes
 		Events:       d.events,
 		Tracer:       d.metrics,
 		NetNSSpares:  d.netnsSpares,
-		NSHold:       d.nshold,
+		NSHold:       nsHold,
 		// The container manager knows the handlers' runtimes; it is made
 		// next, before any request.
 		UserNamespaces: func(handler string) error { return d.containers.UserNamespaces(handler) },

@@ -47,6 +47,9 @@ func (d *Daemon) runningPids(sandboxID string) []int {
 // ends under the running daemon (see sandbox.Manager.Rehold), until ctx
 // is done.
 func (d *Daemon) watchHolder(ctx context.Context) {
+	if d.nshold == nil {
+		return
+	}
 	for {
 		select {
 		case <-ctx.Done():

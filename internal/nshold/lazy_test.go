@@ -112,3 +112,22 @@ func TestLazyReportsAKilledHolderAndReplacesIt(t *testing.T) {
 	default:
 	}
 }
+
+// CheckPaths refuses a socket path a unix socket cannot bind and keys the
+// holder would refuse, and takes crib's default state directory.
+func TestCheckPaths(t *testing.T) {
+	long := "/" + strings.Repeat("d", 120)
+	for _, c := range []struct {
+		socket, key string
+		ok          bool
+	}{
+		{"/run/crib/nshold.sock", "/run/crib/sandboxes/" + strings.Repeat("f", 64) + "/ns/user", true},
+		{long + "/nshold.sock", "/run/crib/sandboxes/x/ns/user", false},
+		{"/run/crib/nshold.sock", long + long + long + "/ns/user", false},
+		{"/run/cr ib/nshold.sock", "/run/cr ib/sandboxes/x/ns/user", false},
+	} {
+		if err := CheckPaths(c.socket, c.key); (err == nil) != c.ok {
+			t.Errorf("CheckPaths(%q, %q) = %v, want ok=%v", c.socket, c.key, err, c.ok)
+		}
+	}
+}

@@ -48,3 +48,13 @@ func Listen(socket string) (*net.UnixListener, error) {
 	}
 	return ln, nil
 }
+
+// CheckPaths reports why a holder cannot serve on socket with keys as
+// long as longestKey, if it cannot: a unix socket's path has at most 107
+// bytes, and a key at most maxKey, without spaces.
+func CheckPaths(socket, longestKey string) error {
+	if len(socket) > len(unix.RawSockaddrUnix{}.Path)-1 {
+		return fmt.Errorf("socket path %s is longer than a unix socket's %d bytes", socket, len(unix.RawSockaddrUnix{}.Path)-1)
+	}
+	return checkKey(longestKey)
+}
