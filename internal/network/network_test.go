@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/crib-dev/crib/internal/netns"
+	"github.com/crib-dev/crib/internal/testutil"
 )
 
 var pluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
@@ -170,7 +171,7 @@ func TestSetupTeardown(t *testing.T) {
 	// The DEL without a namespace below releases the address but cannot
 	// find the masquerade rules (the bridge plugin finds them through the
 	// pod's link): the test removes what it leaves.
-	t.Cleanup(func() { removeMasqueradeRules(t, pod.ID) })
+	t.Cleanup(func() { testutil.RemoveMasqueradeRules(t, pod.ID) })
 	ips, err := m.Setup(ctx, pod)
 	if err != nil {
 		t.Fatal(err)
@@ -251,35 +252,6 @@ func TestSetupTeardown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ipamDir, "crib-test", ips[0].String())); !os.IsNotExist(err) {
 		t.Errorf("IP %v still reserved after a Teardown without namespace: %v", ips[0], err)
-	}
-}
-
-// removeMasqueradeRules deletes the nat rules the CNI plugins added for
-// the pod id, and the chains they jump to.
-func removeMasqueradeRules(t *testing.T, id string) {
-	out, err := exec.Command("iptables", "-t", "nat", "-S").Output()
-	if err != nil {
-		t.Logf("list nat rules: %v", err)
-		return
-	}
-	mark := fmt.Sprintf(`id: \"%s\"`, id)
-	var chains []string
-	for _, rule := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(rule, "-A ") || !strings.Contains(rule, mark) {
-			continue
-		}
-		f := strings.Fields(rule)
-		if f[len(f)-2] == "-j" && strings.HasPrefix(f[len(f)-1], "CNI-") {
-			chains = append(chains, f[len(f)-1])
-		}
-		// The rule as listed, but deleted; the shell undoes its quoting.
-		if err := exec.Command("sh", "-c", "iptables -t nat -D "+strings.TrimPrefix(rule, "-A ")).Run(); err != nil {
-			t.Logf("delete nat rule %q: %v", rule, err)
-		}
-	}
-	for _, c := range chains {
-		_ = exec.Command("iptables", "-t", "nat", "-F", c).Run()
-		_ = exec.Command("iptables", "-t", "nat", "-X", c).Run()
 	}
 }
 

@@ -61,6 +61,9 @@ func TestPodsOutliveTheirNamespaceHolder(t *testing.T) {
 	e.waitState(first, runtimeapi.ContainerState_CONTAINER_RUNNING, 10*time.Second)
 	netns := e.execOut(first, "readlink", "/proc/self/ns/net")
 	empty := e.runPod(e.podConfig("held-empty"))
+	// Its namespace dies with the holder: its CNI DEL cannot find the
+	// bridge plugin's masquerade rules (see RemoveMasqueradeRules).
+	t.Cleanup(func() { testutil.RemoveMasqueradeRules(t, empty) })
 
 	killed := e.killHolder()
 	eventually(t, testutil.Patience(30*time.Second), "the pod with nothing running turns not ready", func() bool {
@@ -80,6 +83,7 @@ func TestPodsOutliveTheirNamespaceHolder(t *testing.T) {
 
 	// The same while no daemon runs: the restarted daemon mends it.
 	emptyAgain := e.runPod(e.podConfig("held-empty-again"))
+	t.Cleanup(func() { testutil.RemoveMasqueradeRules(t, emptyAgain) })
 	e.d.Kill9(t)
 	e.killHolder()
 	e.d.Restart(t)
