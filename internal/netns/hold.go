@@ -23,8 +23,10 @@ type Holder interface {
 }
 
 // pinAt pins the namespace open as fd at target: a symlink to its holder's
-// descriptor when there is a holder, a bind mount of it otherwise. target
-// must not exist.
+// descriptor when there is a holder, a bind mount of it otherwise. A bind
+// mount's target must not exist; a link replaces what target was in one
+// rename, so that a pin whose holder ended is pinned anew (Repin) without
+// target ever opening another namespace.
 func pinAt(hold Holder, fd int, target string) error {
 	if hold == nil {
 		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o400)
@@ -38,7 +40,14 @@ func pinAt(hold Holder, fd int, target string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Symlink(path, target); err != nil {
+	tmp := target + ".new"
+	_ = os.Remove(tmp)
+	err = os.Symlink(path, tmp)
+	if err == nil {
+		err = os.Rename(tmp, target)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		_, _ = hold.Drop(target)
 		return fmt.Errorf("link %s to the holder's %s: %w", target, path, err)
 	}
@@ -56,28 +65,10 @@ func pinFile(hold Holder, src, target string) error {
 }
 
 // Repin pins anew at target, a pin whose holder ended, the namespace that
-// src opens (a /proc/PID/ns path of a process still in it): the holder
-// (a new one) takes it, and the link is replaced in one rename, so that
-// target never opens another namespace.
+// src opens (a /proc/PID/ns path of a process still in it), in hold (a new
+// holder).
 func Repin(hold Holder, src, target string) error {
-	f, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("repin %s: %w", target, err)
-	}
-	defer f.Close()
-	path, err := hold.Put(target, int(f.Fd()))
-	if err != nil {
-		return fmt.Errorf("repin %s: %w", target, err)
-	}
-	tmp := target + ".repin"
-	_ = os.Remove(tmp)
-	if err := os.Symlink(path, tmp); err != nil {
-		_, _ = hold.Drop(target)
-		return fmt.Errorf("repin %s: %w", target, err)
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		_ = os.Remove(tmp)
-		_, _ = hold.Drop(target)
+	if err := pinFile(hold, src, target); err != nil {
 		return fmt.Errorf("repin %s: %w", target, err)
 	}
 	return nil

@@ -205,7 +205,7 @@ func TestRepinMovesAPinToAnotherHolder(t *testing.T) {
 	if held := heldUnder(t, second, dir); len(held) != 1 {
 		t.Errorf("the second holder holds %v for the pod, want its net", held)
 	}
-	if leftover, _ := filepath.Glob(filepath.Join(dir, "*.repin")); len(leftover) != 0 {
+	if leftover, _ := filepath.Glob(filepath.Join(dir, "*.new")); len(leftover) != 0 {
 		t.Errorf("Repin left %v", leftover)
 	}
 }
