@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/crib-dev/crib/internal/lifecycle"
 	"github.com/crib-dev/crib/internal/netns"
 )
@@ -125,15 +123,17 @@ func pinsHeld(s *Sandbox) bool {
 	return true
 }
 
+// sameFile reports whether paths a and b open the same file.
 func sameFile(a, b string) (bool, error) {
-	var sa, sb unix.Stat_t
-	if err := unix.Stat(a, &sa); err != nil {
-		return false, fmt.Errorf("stat %s: %w", a, err)
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
 	}
-	if err := unix.Stat(b, &sb); err != nil {
-		return false, fmt.Errorf("stat %s: %w", b, err)
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
 	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
+	return os.SameFile(fa, fb), nil
 }
 
 // dropUnknownHeld has the holder close what it holds for sandboxes that

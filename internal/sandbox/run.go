@@ -191,12 +191,6 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 			return nil
 		})
 	}
-	if !pinsHeld(s) {
-		// The namespace holder was killed while the pod was made: the
-		// pins of the pod, not yet listed, would dangle unseen by Rehold.
-		// (Checked again once the pod is listed.)
-		return fmt.Errorf("the namespace holder ended while the pod was made: its namespaces are gone")
-	}
 	if err := s.State.to(Ready); err != nil {
 		return err
 	}
@@ -216,8 +210,8 @@ func (m *Manager) create(ctx context.Context, id string, cfg *runtimeapi.PodSand
 	m.mu.Unlock()
 	m.log.Info("sandbox ready", "sandbox", id, "pod", nameKey(cfg.GetMetadata()))
 	if !pinsHeld(s) {
-		// The holder ended between the check above and the pod's listing,
-		// where the Rehold it caused may not have seen the pod: mend it
+		// The namespace holder ended while the pod was made, and the
+		// Rehold it caused did not see the pod, not yet listed: mend it
 		// here (it has nothing running yet, so it turns not ready).
 		if err := m.rehold(id, func(string) []int { return nil }); err != nil {
 			m.log.Error("mend a pod's namespaces after their holder ended", "sandbox", id, "err", err)
